@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build, boot and test the io_submit() offload series on Debian's
+# linux-source-6.12.  See README.md.  Every target installs what it
+# needs (deps) first.  The scripts doing the work are in rig/.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+.PHONY: help deps tree kernel kernel-stock refresh patch-check vm vm-stock \
+	check demo series checkpatch series-check clean
+
+help:
+	@echo "make demo          boot the patched kernel, run the fio libaio demo"
+	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
+	@echo "make kernel        build the patched kernel (build/patched/obj)"
+	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
+	@echo "make vm [CMD=...]  boot the patched kernel; run CMD or get a shell"
+	@echo "make vm-stock      the same with the stock kernel"
+	@echo "make refresh       write edits in build/patched/linux back to the overlay"
+	@echo "make patch-check   check every .patch applies to the pristine tarball"
+	@echo "make series        export the patch series to build/series/patches"
+	@echo "make checkpatch    run checkpatch.pl --strict on the series"
+	@echo "make series-check  build the kernel at every step of the series"
+
+deps:
+	@rig/deps.sh
+
+tree: deps
+	@rig/tree.sh sync
+
+kernel: tree
+	@rig/kernel.sh patched
+
+kernel-stock: deps
+	@rig/tree.sh stock
+	@rig/kernel.sh stock
+
+refresh: deps
+	@rig/tree.sh refresh
+
+patch-check: deps
+	@rig/tree.sh check
+
+vm: kernel
+	@rig/vm.sh $(CMD)
+
+vm-stock: kernel-stock
+	@KERNEL=stock rig/vm.sh $(CMD)
+
+check: kernel
+	@rig/check.sh
+
+demo: kernel
+	@rig/demo.sh
+
+series: deps tree
+	@rig/series.sh export
+
+checkpatch: deps tree
+	@rig/series.sh checkpatch
+
+series-check: deps tree
+	@rig/series.sh build
+
+# Outputs only; the kernel trees' unrefreshed edits are kept.
+clean:
+	rm -rf build/patched/obj build/stock/obj build/series/obj build/vm \
+		build/patched/kselftest build/stock/kselftest

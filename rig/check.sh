@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check.sh: build the aio selftests, boot the patched kernel and run them
+# once per device class (NVMe, SD flash, null_blk), then print a summary
+# ending in "N passed, N failed, N skipped".  Exits non-zero on any
+# failure, including a kernel splat or a guest that died.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kernel=${KERNEL:-patched}
+src=$top/build/$kernel/linux
+kst=$top/build/$kernel/kselftest
+classes=${CLASSES:-nvme flash nullb}
+export NAME=${NAME:-check}
+
+echo "  KSFT    build tools/testing/selftests/aio"
+make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" all >/dev/null ||
+	{ echo "check.sh: selftests do not build" >&2; exit 1; }
+
+cmd="set -e; for c in $classes; do
+	case \$c in nvme) d=/dev/nvme0n1 ;; flash) d=/dev/mmcblk0 ;; nullb) d=/dev/nullb0 ;; esac
+	echo \"### aio-check class=\$c dev=\$d\"
+	AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst run_tests
+done"
+echo "  RUN     aio selftests on: $classes"
+KERNEL=$kernel QUIET=${QUIET:-1} "$top/rig/vm.sh" "$cmd"
+vmrc=$?
+python3 "$top/rig/ksft-summary.py" "$top/build/vm/$NAME/out/cmd.log" --vm-rc "$vmrc"

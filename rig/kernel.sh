@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kernel.sh patched|stock|series: configure and build bzImage out of tree
+# (build/<which>/obj) from build/<which>/linux with ccache.
+#
+# The config is allnoconfig plus rig/kernel.config plus the selftests'
+# config fragment, so both kernels get the same options (the stock tree
+# just has no CONFIG_AIO_OFFLOAD to set).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+which=${1:?usage: kernel.sh patched|stock|series}
+src=$top/build/$which/linux
+obj=$top/build/$which/obj
+[ -d "$src" ] || { echo "kernel.sh: $src missing" >&2; exit 1; }
+mkdir -p "$obj"
+
+# ccache keys on paths relative to the repo, so a fresh clone elsewhere
+# (CI) and the other tree (stock vs patched) hit the same entries.
+export CCACHE_BASEDIR=$top
+export CCACHE_NOHASHDIR=1
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+export KBUILD_BUILD_TIMESTAMP='Thu Jan  1 00:00:00 UTC 2025'
+export KBUILD_BUILD_USER=aio-rig KBUILD_BUILD_HOST=aio-rig
+export KBUILD_BUILD_VERSION=1
+kmake() { make -s -C "$src" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" LOCALVERSION=-$which "$@"; }
+
+frag=$obj/rig.config
+cat "$top/rig/kernel.config" "$top/tools/testing/selftests/aio/config" >"$frag.new"
+# A series step may add Kconfig symbols the old .config never saw.
+[ "$which" = series ] && rm -f "$obj/.config"
+if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
+	mv "$frag.new" "$frag"
+	echo "  CONFIG  build/$which/obj/.config"
+	kmake KCONFIG_ALLCONFIG="$frag" allnoconfig >/dev/null
+	# Every line of the fragment must have taken: a typo or a missing
+	# dependency would otherwise silently drop an option.
+	missing=$(grep -E '^CONFIG_' "$frag" | sort -u | while read -r l; do
+		# The stock tree (and early series steps) lack our symbols.
+		[ "$which" != patched ] && [ "${l%%=*}" = CONFIG_AIO_OFFLOAD ] && continue
+		grep -qxF "$l" "$obj/.config" || echo "$l"
+	done)
+	if [ -n "$missing" ]; then
+		echo "kernel.sh: options not set in .config:" $missing >&2
+		exit 1
+	fi
+else
+	rm -f "$frag.new"
+fi
+echo "  BUILD   build/$which (bzImage, -j$(($(nproc) + 1)))"
+start=$(date +%s)
+kmake -j$(($(nproc) + 1)) bzImage
+echo "  KERNEL  build/$which/obj/arch/x86/boot/bzImage ($(kmake -s kernelrelease), $(($(date +%s) - start)) s)"

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# series.sh export|checkpatch|build: the overlay as an ordered patch series.
+#
+# rig/series/NNNN-name files are the logical patches, in order: a commit
+# message (subject line, blank line, body) and "Files:" lines naming the
+# overlay files (new files and X.patch files) that make up that patch.
+# Every overlay file belongs to exactly one patch.  rig/series/cover-letter
+# is the cover letter: subject line, blank line, text.
+#
+#   export      commit each patch on base in build/series/linux and write
+#               git format-patch output to build/series/patches/
+#   checkpatch  export, then scripts/checkpatch.pl --strict on every patch
+#   build       export, then build the kernel at every step
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+tree=$top/build/patched/linux
+wt=$top/build/series/linux
+outdir=$top/build/series/patches
+sdir=$top/rig/series
+author='AIO offload developers <aio-offload@example.org>'
+
+export GIT_AUTHOR_NAME=${author% <*} GIT_AUTHOR_EMAIL=aio-offload@example.org
+export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
+export GIT_AUTHOR_DATE='2025-01-01T00:00:00Z' GIT_COMMITTER_DATE='2025-01-01T00:00:00Z'
+
+die() { echo "series.sh: $*" >&2; exit 1; }
+entries() { find "$sdir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*' | LC_ALL=C sort; }
+files_of() { sed -n 's/^Files://p' "$1" | tr ' \t' '\n\n' | sed '/^$/d'; }
+
+cmd_export() {
+	"$top/rig/tree.sh" sync >/dev/null
+	# Every overlay file in exactly one patch, and no unknown names.
+	local listed dup missing e f k n=0
+	listed=$(for e in $(entries); do files_of "$e"; done | LC_ALL=C sort)
+	dup=$(uniq -d <<<"$listed")
+	[ -z "$dup" ] || die "in more than one patch: $dup"
+	missing=$(comm -3 <(echo "$listed") <("$top/rig/tree.sh" list))
+	[ -z "$missing" ] || die "overlay files and rig/series disagree:
+$missing
+(left column: listed but no such overlay file; right: not in any patch)"
+
+	if [ -e "$wt/.git" ]; then
+		git -C "$wt" checkout -q --detach base
+		git -C "$wt" reset -q --hard base
+		git -C "$wt" clean -fdq
+	else
+		mkdir -p "$(dirname "$wt")"
+		git -C "$tree" worktree add -q --detach "$wt" base
+	fi
+	for e in $(entries); do
+		for f in $(files_of "$e"); do
+			case $f in
+			*.patch)
+				patch -s -p1 -d "$wt" --no-backup-if-mismatch <"$top/$f" ||
+					die "$(basename "$e"): $f does not apply"
+				k=${f%.patch} ;;
+			*)
+				mkdir -p "$wt/$(dirname "$f")"
+				cp "$top/$f" "$wt/$f"
+				k=$f ;;
+			esac
+			git -C "$wt" add -A -- "$k"
+		done
+		{ sed '/^Files:/d' "$e" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+		  echo; echo "Signed-off-by: $author"; } |
+			git -C "$wt" commit -q -F - || die "$(basename "$e"): nothing to commit"
+		n=$((n + 1))
+	done
+	# The series must add up to exactly the overlay.
+	[ "$(git -C "$wt" rev-parse 'HEAD^{tree}')" = "$(git -C "$tree" rev-parse 'HEAD^{tree}')" ] ||
+		die "the series does not add up to the overlay (compare build/series/linux with build/patched/linux HEAD)"
+
+	rm -rf "$outdir"
+	git -C "$wt" format-patch -q --cover-letter -o "$outdir" base..HEAD
+	local cover=$outdir/0000-cover-letter.patch subj
+	subj=$(head -n1 "$sdir/cover-letter")
+	python3 - "$cover" "$subj" "$sdir/cover-letter" <<'PY'
+import sys
+path, subj, blurb = sys.argv[1:]
+text = open(blurb).read().split('\n', 1)[1].strip('\n')
+s = open(path).read()
+s = s.replace('*** SUBJECT HERE ***', subj).replace('*** BLURB HERE ***', text)
+open(path, 'w').write(s)
+PY
+	echo "  SERIES  $n patches in build/series/patches/"
+}
+
+cmd_checkpatch() {
+	cmd_export
+	local p out rc=0 e=0 w=0 c=0
+	for p in "$outdir"/[0-9]*.patch; do
+		[ "$(basename "$p")" = 0000-cover-letter.patch ] && continue
+		out=$(cd "$wt" && ./scripts/checkpatch.pl --strict --terse --no-summary "$p" 2>&1) || true
+		[ -n "$out" ] && { echo "$(basename "$p"):"; echo "$out"; rc=1; }
+		e=$((e + $(grep -c ': ERROR:' <<<"$out" || true)))
+		w=$((w + $(grep -c ': WARNING:' <<<"$out" || true)))
+		c=$((c + $(grep -c ': CHECK:' <<<"$out" || true)))
+	done
+	echo "  CHECKPATCH --strict: $e errors, $w warnings, $c checks"
+	return $rc
+}
+
+cmd_build() {
+	cmd_export
+	local revs r i=0
+	revs=$(git -C "$wt" rev-list --reverse base..HEAD)
+	for r in $revs; do
+		i=$((i + 1))
+		git -C "$wt" checkout -q --detach "$r"
+		echo "  STEP    $i: $(git -C "$wt" log -1 --format=%s "$r")"
+		"$top/rig/kernel.sh" series || die "step $i does not build"
+	done
+	echo "  SERIES  all $i steps build"
+}
+
+case ${1:-} in
+export | checkpatch | build) "cmd_$1" ;;
+*) die "usage: series.sh export|checkpatch|build" ;;
+esac

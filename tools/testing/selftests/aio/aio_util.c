@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Helper library for the native AIO selftests.  See aio_util.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/fs.h>
+
+#include "aio_util.h"
+
+int sys_io_setup(unsigned int nr_events, aio_context_t *ctx)
+{
+	return syscall(__NR_io_setup, nr_events, ctx);
+}
+
+int sys_io_destroy(aio_context_t ctx)
+{
+	return syscall(__NR_io_destroy, ctx);
+}
+
+long sys_io_submit(aio_context_t ctx, long nr, struct iocb **iocbs)
+{
+	return syscall(__NR_io_submit, ctx, nr, iocbs);
+}
+
+long sys_io_getevents(aio_context_t ctx, long min_nr, long nr,
+		      struct io_event *events, struct timespec *timeout)
+{
+	return syscall(__NR_io_getevents, ctx, min_nr, nr, events, timeout);
+}
+
+int sys_io_cancel(aio_context_t ctx, struct iocb *iocb,
+		  struct io_event *result)
+{
+	return syscall(__NR_io_cancel, ctx, iocb, result);
+}
+
+void aio_prep_rw(struct iocb *cb, int opcode, int fd, void *buf,
+		 size_t len, off_t off, uint64_t data)
+{
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = data;
+	cb->aio_lio_opcode = opcode;
+	cb->aio_fildes = fd;
+	cb->aio_buf = (uintptr_t)buf;
+	cb->aio_nbytes = len;
+	cb->aio_offset = off;
+}
+
+void aio_prep_rwv(struct iocb *cb, int opcode, int fd, struct iovec *iov,
+		  int iovcnt, off_t off, uint64_t data)
+{
+	/* For the vectored opcodes aio_buf/aio_nbytes are the iovec array. */
+	aio_prep_rw(cb, opcode, fd, iov, iovcnt, off, data);
+}
+
+void aio_prep_poll(struct iocb *cb, int fd, short events, uint64_t data)
+{
+	memset(cb, 0, sizeof(*cb));
+	cb->aio_data = data;
+	cb->aio_lio_opcode = IOCB_CMD_POLL;
+	cb->aio_fildes = fd;
+	cb->aio_buf = (unsigned short)events;
+}
+
+int aio_lock_memory(void)
+{
+	if (mlockall(MCL_CURRENT | MCL_FUTURE))
+		return -errno;
+	return 0;
+}
+
+long aio_thread_nvcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return -1;
+	return ru.ru_nvcsw;
+}
+
+long aio_submit_nvcsw(aio_context_t ctx, long nr, struct iocb **iocbs,
+		      long *nvcsw)
+{
+	long before, after, ret;
+	int err;
+
+	before = aio_thread_nvcsw();
+	ret = sys_io_submit(ctx, nr, iocbs);
+	err = errno;
+	after = aio_thread_nvcsw();
+	*nvcsw = (before < 0 || after < 0) ? -1 : after - before;
+	errno = err;
+	return ret;
+}
+
+/* splitmix64 finalizer: cheap, and every input bit affects every output bit */
+static uint64_t aio_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static uint64_t aio_pattern_word(uint64_t seed, uint64_t word_off)
+{
+	uint64_t w = aio_mix(seed ^ aio_mix(word_off));
+
+	/* A zero word would be indistinguishable from a hole or null_blk. */
+	return w ? w : 0x5a5a5a5a5a5a5a5aULL;
+}
+
+uint64_t aio_new_seed(void)
+{
+	static uint64_t counter;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return aio_mix((uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec) ^
+	       aio_mix(((uint64_t)getpid() << 32) + ++counter);
+}
+
+/*
+ * Byte i of the buffer is byte (off + i) % 8 of the word for the 8-byte
+ * aligned absolute offset containing it, so unaligned starts and lengths
+ * still agree with aligned ones covering the same range.
+ */
+void aio_fill_pattern(void *buf, size_t len, uint64_t seed, uint64_t off)
+{
+	unsigned char *p = buf;
+	size_t i = 0;
+
+	while (i < len) {
+		uint64_t pos = off + i;
+		uint64_t w = aio_pattern_word(seed, pos & ~7ULL);
+		unsigned int b;
+
+		for (b = pos & 7; b < 8 && i < len; b++, i++)
+			p[i] = w >> (8 * b);
+	}
+}
+
+ssize_t aio_verify_pattern(const void *buf, size_t len, uint64_t seed,
+			   uint64_t off)
+{
+	const unsigned char *p = buf;
+	size_t i = 0;
+
+	while (i < len) {
+		uint64_t pos = off + i;
+		uint64_t w = aio_pattern_word(seed, pos & ~7ULL);
+		unsigned int b;
+
+		for (b = pos & 7; b < 8 && i < len; b++, i++)
+			if (p[i] != (unsigned char)(w >> (8 * b)))
+				return i;
+	}
+	return -1;
+}
+
+void *aio_alloc_buf(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void aio_free_buf(void *buf, size_t len)
+{
+	if (buf)
+		munmap(buf, len);
+}
+
+static int64_t ts_to_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+long aio_reap(aio_context_t ctx, struct io_event *ev, long n, int timeout_sec)
+{
+	struct timespec now, left;
+	int64_t deadline;
+	long got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	deadline = ts_to_ns(&now) + (int64_t)timeout_sec * 1000000000LL;
+
+	while (got < n) {
+		int64_t rem;
+		long ret;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		rem = deadline - ts_to_ns(&now);
+		if (rem <= 0)
+			break;
+		left.tv_sec = rem / 1000000000LL;
+		left.tv_nsec = rem % 1000000000LL;
+
+		ret = sys_io_getevents(ctx, n - got, n - got, ev + got, &left);
+		if (ret < 0) {
+			if (errno == EINTR)
+				continue;
+			return got ? got : -1;
+		}
+		got += ret;
+	}
+	return got;
+}
+
+const char *aio_dev_path(void)
+{
+	const char *p = getenv("AIO_TEST_DEV");
+
+	return (p && *p) ? p : NULL;
+}
+
+const char *aio_dev_class(void)
+{
+	const char *c = getenv("AIO_TEST_CLASS");
+
+	return c ? c : "";
+}
+
+bool aio_dev_holds_data(void)
+{
+	const char *dev = aio_dev_path();
+
+	/* null_blk without memory_backed completes writes and reads zeroes. */
+	if (!strcmp(aio_dev_class(), "nullb"))
+		return false;
+	if (dev && strstr(dev, "nullb"))
+		return false;
+	return dev != NULL;
+}
+
+bool aio_on_rig(void)
+{
+	const char *r = getenv("AIO_RIG");
+
+	return r && !strcmp(r, "1");
+}
+
+int aio_dev_size(int fd, uint64_t *size)
+{
+	if (ioctl(fd, BLKGETSIZE64, size))
+		return -errno;
+	return 0;
+}
+
+int aio_dev_lbs(int fd, int *lbs)
+{
+	if (ioctl(fd, BLKSSZGET, lbs))
+		return -errno;
+	return 0;
+}
+
+int aio_mkfs(const char *dev, const char *fstype)
+{
+	/*
+	 * Discard is skipped: a whole-device discard on emulated flash can
+	 * take far longer than the test itself and proves nothing here.
+	 */
+	char *ext4_argv[] = { "mkfs.ext4", "-F", "-q", "-E", "nodiscard",
+			      (char *)dev, NULL };
+	char *xfs_argv[] = { "mkfs.xfs", "-f", "-q", "-K", (char *)dev, NULL };
+	char sbin[2][PATH_MAX];
+	char **argv;
+	int status;
+	pid_t pid;
+
+	if (!strcmp(fstype, "ext4"))
+		argv = ext4_argv;
+	else if (!strcmp(fstype, "xfs"))
+		argv = xfs_argv;
+	else
+		return -EINVAL;
+
+	/* Built before fork(): only async-signal-safe calls in the child. */
+	snprintf(sbin[0], sizeof(sbin[0]), "/usr/sbin/%s", argv[0]);
+	snprintf(sbin[1], sizeof(sbin[1]), "/sbin/%s", argv[0]);
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execvp(argv[0], argv);
+		/* The runner's PATH may lack the sbin directories. */
+		execv(sbin[0], argv);
+		execv(sbin[1], argv);
+		_exit(AIO_MKFS_NOT_FOUND);
+	}
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,
+		      size_t mntlen)
+{
+	static const char template[] = "/tmp/aio-scratch-XXXXXX";
+	int ret;
+
+	if (mntlen < sizeof(template))
+		return -ENAMETOOLONG;
+	mnt[0] = '\0';
+
+	ret = aio_mkfs(dev, fstype);
+	if (ret)
+		return ret;
+
+	memcpy(mnt, template, sizeof(template));
+	if (!mkdtemp(mnt)) {
+		ret = -errno;
+		mnt[0] = '\0';
+		return ret;
+	}
+	if (mount(dev, mnt, fstype, 0, NULL)) {
+		ret = -errno;
+		rmdir(mnt);
+		mnt[0] = '\0';
+		return ret;
+	}
+	return 0;
+}
+
+int aio_scratch_umount(const char *mnt)
+{
+	int tries;
+
+	if (!mnt || !mnt[0])
+		return 0;
+
+	/*
+	 * A just-closed O_DIRECT fd or a finishing AIO may hold the mount
+	 * for a moment; retry briefly instead of leaking the mount.
+	 */
+	for (tries = 0; umount2(mnt, 0); tries++) {
+		if (errno != EBUSY || tries >= 50)
+			return -errno;
+		usleep(100 * 1000);
+	}
+	if (rmdir(mnt))
+		return -errno;
+	return 0;
+}
+
+static int aio_fs_ioctl(const char *mnt, unsigned long req)
+{
+	int fd, ret = 0;
+
+	fd = open(mnt, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, req, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int aio_fs_freeze(const char *mnt)
+{
+	return aio_fs_ioctl(mnt, FIFREEZE);
+}
+
+int aio_fs_thaw(const char *mnt)
+{
+	return aio_fs_ioctl(mnt, FITHAW);
+}
+
+int aio_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	if (!len)
+		return -EINVAL;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return 0;
+}
+
+int aio_write_file(const char *path, const char *str)
+{
+	size_t len = strlen(str);
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, str, len);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+int aio_read_long(const char *path, long *val)
+{
+	char buf[64], *end;
+	int ret;
+
+	ret = aio_read_file(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	errno = 0;
+	*val = strtol(buf, &end, 0);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -EINVAL;
+	return 0;
+}
+
+int aio_offload_enabled(void)
+{
+	long val;
+	int ret;
+
+	ret = aio_read_long("/proc/sys/fs/aio-offload", &val);
+	if (ret == -ENOENT)
+		return 0;	/* stock kernel: no offload knob at all */
+	if (ret)
+		return -1;
+	return val != 0;
+}
+
+pid_t aio_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+char aio_thread_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	if (aio_read_file(path, buf, sizeof(buf)))
+		return 0;
+	/* comm may contain spaces and parens; the state follows the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return 0;
+	return p[2];
+}
+
+int aio_pin_to_current_cpu(void)
+{
+	cpu_set_t set;
+	int cpu;
+
+	cpu = sched_getcpu();
+	if (cpu < 0)
+		return -errno;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return -errno;
+	return cpu;
+}
+
+int aio_possible_cpus(void)
+{
+	char buf[256], *p;
+	int count = 0;
+	int ret;
+
+	ret = aio_read_file("/sys/devices/system/cpu/possible", buf,
+			    sizeof(buf));
+	if (ret)
+		return ret;
+
+	/* Format is a cpulist: "0-3,8,10-11" */
+	p = buf;
+	while (*p && *p != '\n') {
+		char *end;
+		long lo, hi;
+
+		lo = strtol(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		hi = lo;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1 || hi < lo)
+				return -EINVAL;
+			p = end;
+		}
+		count += hi - lo + 1;
+		if (*p == ',')
+			p++;
+	}
+	return count ? count : -EINVAL;
+}

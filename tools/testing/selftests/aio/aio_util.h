@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the native AIO selftests: raw syscall wrappers, sleep
+ * measurement, data patterns, event reaping, scratch device and scratch
+ * filesystem handling.
+ */
+#ifndef AIO_UTIL_H
+#define AIO_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <linux/aio_abi.h>
+
+/*
+ * Hang guard for reaping, not a performance expectation: every I/O issued
+ * by these tests finishes in milliseconds unless something is broken.
+ */
+#define AIO_REAP_TIMEOUT_SEC	60
+
+/* Per-test harness timeout for tests doing device or filesystem I/O. */
+#define AIO_DEV_TEST_TIMEOUT	300
+
+/* aio_mkfs() exit status when the mkfs binary could not be executed. */
+#define AIO_MKFS_NOT_FOUND	127
+
+#define AIO_RING_MAGIC_VALUE	0xa10a10a1
+
+/*
+ * Header of the completion ring that io_setup() maps into the process; the
+ * aio_context_t is its user address.  Not part of the uapi headers, but
+ * its layout is ABI (libaio reads it to reap events in userspace).
+ */
+struct aio_ring_hdr {
+	unsigned int	id;
+	unsigned int	nr;
+	unsigned int	head;
+	unsigned int	tail;
+	unsigned int	magic;
+	unsigned int	compat_features;
+	unsigned int	incompat_features;
+	unsigned int	header_length;
+	struct io_event	events[];
+};
+
+static inline struct aio_ring_hdr *aio_ring(aio_context_t ctx)
+{
+	return (struct aio_ring_hdr *)(uintptr_t)ctx;
+}
+
+/* Raw syscalls; like libc they return -1 and set errno on failure. */
+int sys_io_setup(unsigned int nr_events, aio_context_t *ctx);
+int sys_io_destroy(aio_context_t ctx);
+long sys_io_submit(aio_context_t ctx, long nr, struct iocb **iocbs);
+long sys_io_getevents(aio_context_t ctx, long min_nr, long nr,
+		      struct io_event *events, struct timespec *timeout);
+int sys_io_cancel(aio_context_t ctx, struct iocb *iocb,
+		  struct io_event *result);
+
+/* iocb builders; they zero the iocb first so no stray field is set. */
+void aio_prep_rw(struct iocb *cb, int opcode, int fd, void *buf,
+		 size_t len, off_t off, uint64_t data);
+void aio_prep_rwv(struct iocb *cb, int opcode, int fd, struct iovec *iov,
+		  int iovcnt, off_t off, uint64_t data);
+void aio_prep_poll(struct iocb *cb, int fd, short events, uint64_t data);
+
+/* mlockall() so that faults on our own text/data are not counted as sleeps. */
+int aio_lock_memory(void);
+
+/* Voluntary context switches of the calling thread so far, -1 on error. */
+long aio_thread_nvcsw(void);
+
+/*
+ * io_submit() that also reports in *nvcsw how many times the calling thread
+ * voluntarily gave up the CPU (i.e. slept) inside the call.  errno is
+ * preserved from io_submit().
+ */
+long aio_submit_nvcsw(aio_context_t ctx, long nr, struct iocb **iocbs,
+		      long *nvcsw);
+
+/*
+ * Data patterns: every 8-byte word is a function of the seed and its
+ * absolute byte offset (the device/file offset the buffer maps to), so
+ * zeroes, stale data from another run and data landing at the wrong offset
+ * all fail verification.
+ */
+uint64_t aio_new_seed(void);
+void aio_fill_pattern(void *buf, size_t len, uint64_t seed, uint64_t off);
+/* Returns -1 on match, else the first mismatching offset within buf. */
+ssize_t aio_verify_pattern(const void *buf, size_t len, uint64_t seed,
+			   uint64_t off);
+
+/* Page aligned (hence O_DIRECT capable) anonymous buffers. */
+void *aio_alloc_buf(size_t len);
+void aio_free_buf(void *buf, size_t len);
+
+/*
+ * Wait until exactly n events have been reaped into ev or timeout_sec has
+ * passed.  Returns how many arrived, or -1 if io_getevents() failed before
+ * any did.
+ */
+long aio_reap(aio_context_t ctx, struct io_event *ev, long n, int timeout_sec);
+
+/* Scratch device: AIO_TEST_DEV / AIO_TEST_CLASS from the environment. */
+const char *aio_dev_path(void);
+const char *aio_dev_class(void);
+bool aio_dev_holds_data(void);
+bool aio_on_rig(void);
+int aio_dev_size(int fd, uint64_t *size);
+int aio_dev_lbs(int fd, int *lbs);
+
+/*
+ * mkfs the device: 0 on success, the mkfs exit status if it failed
+ * (AIO_MKFS_NOT_FOUND if it could not be run), -errno on other errors.
+ */
+int aio_mkfs(const char *dev, const char *fstype);
+/*
+ * aio_mkfs() the device, create a directory under /tmp (written to mnt) and
+ * mount the new filesystem there.  Same return convention as aio_mkfs().
+ */
+int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,
+		      size_t mntlen);
+int aio_scratch_umount(const char *mnt);
+
+int aio_fs_freeze(const char *mnt);
+int aio_fs_thaw(const char *mnt);
+
+/* 1 if /proc/sys/fs/aio-offload is enabled, 0 if off or absent, -1 on error. */
+int aio_offload_enabled(void);
+
+pid_t aio_gettid(void);
+/* State letter ('R', 'S', 'D', ...) of a thread of ours, 0 on error. */
+char aio_thread_state(pid_t tid);
+
+/* Pin the calling thread to the CPU it runs on; returns the CPU or -errno. */
+int aio_pin_to_current_cpu(void);
+/* Number of possible CPUs, as the kernel's num_possible_cpus(); -errno. */
+int aio_possible_cpus(void);
+
+/* Read/write a small sysfs/procfs file; return 0 or -errno. */
+int aio_read_file(const char *path, char *buf, size_t len);
+int aio_write_file(const char *path, const char *str);
+/* Parse a file holding one integer; returns 0 or -errno. */
+int aio_read_long(const char *path, long *val);
+
+#endif /* AIO_UTIL_H */
