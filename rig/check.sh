@@ -18,6 +18,29 @@ echo "  KSFT    build tools/testing/selftests/aio"
 make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" all >/dev/null ||
 	{ echo "check.sh: selftests do not build" >&2; exit 1; }
 
+# The rig must be able to fail: a failing guest command and a kernel
+# WARN must each fail a run, and a clean run must pass.
+rig_pass=0 rig_fail=0
+rigtest() {
+	local want=$1 what=$2 rc
+	shift 2
+	KERNEL=$kernel NAME=rig-selftest QUIET=1 TIMEOUT=300 "$top/rig/vm.sh" "$@" >/dev/null 2>&1
+	rc=$?
+	if { [ "$want" = pass ] && [ $rc = 0 ]; } || { [ "$want" = fail ] && [ $rc != 0 ]; }; then
+		echo "  ok      rig: $what"
+		rig_pass=$((rig_pass + 1))
+	else
+		echo "  not ok  rig: $what (vm.sh exit $rc)"
+		rig_fail=$((rig_fail + 1))
+	fi
+}
+if [ "${RIG_SELFTEST:-1}" = 1 ]; then
+	rigtest pass "a clean guest command passes" true
+	rigtest fail "a failing guest command fails the run" false
+	rigtest fail "a kernel WARNING in the guest log fails the run" \
+		'echo "WARNING: CPU: 0 PID: 1 at rig/selftest.c:1 injected by check.sh" >/dev/kmsg'
+fi
+
 cmd="set -e; for c in $classes; do
 	case \$c in nvme) d=/dev/nvme0n1 ;; flash) d=/dev/mmcblk0 ;; nullb) d=/dev/nullb0 ;; esac
 	echo \"### aio-check class=\$c dev=\$d\"
@@ -26,4 +49,5 @@ done"
 echo "  RUN     aio selftests on: $classes"
 KERNEL=$kernel QUIET=${QUIET:-1} "$top/rig/vm.sh" "$cmd"
 vmrc=$?
-python3 "$top/rig/ksft-summary.py" "$top/build/vm/$NAME/out/cmd.log" --vm-rc "$vmrc"
+python3 "$top/rig/ksft-summary.py" "$top/build/vm/$NAME/out/cmd.log" --vm-rc "$vmrc" \
+	--extra "rig:$rig_pass:$rig_fail"

@@ -8,7 +8,7 @@ set -euo pipefail
 src_pkg=linux-source-6.12
 src_ver=6.12.118-1~deb12u1
 pkgs=(build-essential bc bison flex libelf-dev libssl-dev ccache git patch
-	python3 xz-utils cpio kmod qemu-system-x86 fio libaio-dev liburing-dev
+	python3 python3-ply python3-git xz-utils cpio kmod qemu-system-x86 fio libaio-dev liburing-dev
 	e2fsprogs xfsprogs dmsetup util-linux procps gnuplot-nox jq)
 
 missing=()

@@ -22,6 +22,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('log')
     ap.add_argument('--vm-rc', type=int, default=0)
+    ap.add_argument('--extra', action='append', default=[],
+                    help='CLASS:PASSED:FAILED counted outside kselftest')
     args = ap.parse_args()
     try:
         lines = open(args.log, errors='replace').read().splitlines()
@@ -57,6 +59,13 @@ def main():
                     failures.append('%s: %s%s' % (cls, prog, m.group(3)))
             rows.append((cls,) + (prog,) + prog_totals)
             prog_totals = None
+
+    for e in args.extra:
+        c, p, f = e.split(':')
+        if int(p) or int(f):
+            rows.insert(0, (c, 'vm.sh', int(p), int(f), 0))
+        if int(f):
+            failures.append('%s: %s rig self-test(s) failed' % (c, f))
 
     print('\n%-8s %-14s %6s %6s %7s' % ('device', 'program', 'passed',
                                          'failed', 'skipped'))

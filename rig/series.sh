@@ -5,7 +5,8 @@
 #
 # rig/series/NNNN-name files are the logical patches, in order: a commit
 # message (subject line, blank line, body) and "Files:" lines naming the
-# overlay files (new files and X.patch files) that make up that patch.
+# overlay files (new files and X.patch files, or a directory/ for all the
+# overlay files under it) that make up that patch.
 # Every overlay file belongs to exactly one patch.  rig/series/cover-letter
 # is the cover letter: subject line, blank line, text.
 #
@@ -28,7 +29,16 @@ export GIT_AUTHOR_DATE='2025-01-01T00:00:00Z' GIT_COMMITTER_DATE='2025-01-01T00:
 
 die() { echo "series.sh: $*" >&2; exit 1; }
 entries() { find "$sdir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*' | LC_ALL=C sort; }
-files_of() { sed -n 's/^Files://p' "$1" | tr ' \t' '\n\n' | sed '/^$/d'; }
+# A name ending in / stands for every overlay file under that directory.
+files_of() {
+	local f
+	for f in $(sed -n 's/^Files://p' "$1"); do
+		case $f in
+		*/) "$top/rig/tree.sh" list | grep "^$f" || die "$(basename "$1"): nothing under $f" ;;
+		*) echo "$f" ;;
+		esac
+	done
+}
 
 cmd_export() {
 	"$top/rig/tree.sh" sync >/dev/null
@@ -88,12 +98,13 @@ PY
 	echo "  SERIES  $n patches in build/series/patches/"
 }
 
+# Debian's python3 (with ply, for spdxcheck.py), not another one on PATH.
 cmd_checkpatch() {
 	cmd_export
 	local p out rc=0 e=0 w=0 c=0
 	for p in "$outdir"/[0-9]*.patch; do
 		[ "$(basename "$p")" = 0000-cover-letter.patch ] && continue
-		out=$(cd "$wt" && ./scripts/checkpatch.pl --strict --terse --no-summary "$p" 2>&1) || true
+		out=$(cd "$wt" && PATH=/usr/bin:$PATH ./scripts/checkpatch.pl --strict --terse --no-summary "$p" 2>&1) || true
 		[ -n "$out" ] && { echo "$(basename "$p"):"; echo "$out"; rc=1; }
 		e=$((e + $(grep -c ': ERROR:' <<<"$out" || true)))
 		w=$((w + $(grep -c ': WARNING:' <<<"$out" || true)))

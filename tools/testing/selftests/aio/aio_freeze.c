@@ -56,7 +56,9 @@ static void *submit_thread(void *arg)
 	return NULL;
 }
 
+/* _PARENT teardown: see the note in aio_util.h */
 FIXTURE(freeze) {
+	pid_t owner;
 	aio_context_t ctx;
 	int fd;
 	char mnt[64];
@@ -65,7 +67,7 @@ FIXTURE(freeze) {
 	pthread_t thread;
 	/*
 	 * Shared with the submitter thread, so it must outlive the test
-	 * function: an ASSERT leaves it while the thread may still run.
+	 * function, which a failed ASSERT leaves while the thread may run.
 	 */
 	struct submitter s;
 	struct iocb cb;
@@ -74,6 +76,7 @@ FIXTURE(freeze) {
 
 FIXTURE_SETUP(freeze)
 {
+	self->owner = getpid();
 	self->ctx = 0;
 	self->fd = -1;
 	self->mnt[0] = '\0';
@@ -87,20 +90,22 @@ FIXTURE_SETUP(freeze)
 	ASSERT_NE(NULL, self->buf);
 }
 
-FIXTURE_TEARDOWN(freeze)
+FIXTURE_TEARDOWN_PARENT(freeze)
 {
 	/* Thaw first: a failed test must not leave the filesystem frozen. */
 	if (self->frozen && aio_fs_thaw(self->mnt))
 		TH_LOG("thaw %s failed: %s", self->mnt, strerror(errno));
-	if (self->thread_started)
-		pthread_join(self->thread, NULL);
-	if (self->ctx)
-		sys_io_destroy(self->ctx);
-	if (self->fd >= 0)
-		close(self->fd);
+	if (getpid() == self->owner) {
+		if (self->thread_started)
+			pthread_join(self->thread, NULL);
+		if (self->ctx)
+			sys_io_destroy(self->ctx);
+		if (self->fd >= 0)
+			close(self->fd);
+		aio_free_buf(self->buf, FILE_LEN);
+	}
 	if (self->mnt[0] && aio_scratch_umount(self->mnt))
 		TH_LOG("umount %s failed: %s", self->mnt, strerror(errno));
-	aio_free_buf(self->buf, FILE_LEN);
 }
 
 TEST_F_TIMEOUT(freeze, odirect_overwrite_while_frozen, AIO_DEV_TEST_TIMEOUT)
@@ -139,7 +144,10 @@ TEST_F_TIMEOUT(freeze, odirect_overwrite_while_frozen, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(FILE_LEN, pwrite(self->fd, self->buf, FILE_LEN, 0));
 	ASSERT_EQ(0, fsync(self->fd));
 
-	/* Pattern B for one block; its own buffer, the I/O is in flight. */
+	/*
+	 * Pattern B for one block, from the matching slice of the buffer,
+	 * which is left alone until the write has been reaped.
+	 */
 	wbuf = self->buf + OVERWRITE_OFF;
 	aio_fill_pattern(wbuf, BLK, seed_b, OVERWRITE_OFF);
 	aio_prep_rw(cb, IOCB_CMD_PWRITE, self->fd, wbuf, BLK, OVERWRITE_OFF,
@@ -148,9 +156,19 @@ TEST_F_TIMEOUT(freeze, odirect_overwrite_while_frozen, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, aio_fs_freeze(self->mnt));
 	self->frozen = true;
 
+	/*
+	 * No ASSERT until thawed: after a failed ASSERT the harness may run
+	 * the teardown in the parent, once this process has exited, which
+	 * it cannot while one of its threads sleeps on the frozen fs.
+	 */
 	s->ctx = self->ctx;
 	s->cb = cb;
-	ASSERT_EQ(0, pthread_create(&self->thread, NULL, submit_thread, s));
+	ret = pthread_create(&self->thread, NULL, submit_thread, s);
+	if (ret) {
+		aio_fs_thaw(self->mnt);
+		self->frozen = false;
+		ASSERT_EQ(0, ret);
+	}
 	self->thread_started = true;
 
 	while (!(tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE)))
@@ -182,12 +200,14 @@ TEST_F_TIMEOUT(freeze, odirect_overwrite_while_frozen, AIO_DEV_TEST_TIMEOUT)
 	/* Whoever queued it, the write cannot have completed yet. */
 	EXPECT_EQ(0, sys_io_getevents(self->ctx, 0, 1, &ev, &zero));
 
-	ASSERT_EQ(0, aio_fs_thaw(self->mnt));
+	ret = aio_fs_thaw(self->mnt);
+	ASSERT_EQ(0, ret) TH_LOG("thaw: %s", strerror(-ret));
 	self->frozen = false;
 	ASSERT_EQ(0, pthread_join(self->thread, NULL));
 	self->thread_started = false;
 
 	ASSERT_EQ(1, s->ret) TH_LOG("io_submit: %s", strerror(s->err));
+	TH_LOG("voluntary context switches in io_submit: %ld", s->nvcsw);
 	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ((uintptr_t)cb, ev.obj);
 	EXPECT_EQ(0xf00ULL, ev.data);

@@ -21,6 +21,18 @@
  */
 #define AIO_REAP_TIMEOUT_SEC	60
 
+/*
+ * Fixtures that must undo global state (mounts, frozen filesystems, sysfs
+ * settings) use FIXTURE_TEARDOWN_PARENT().  In this kselftest_harness.h a
+ * failed ASSERT longjmp()s back into the TEST_F() wrapper, whose "child"
+ * variable gcc -O2 may keep in a register that longjmp() restores to its
+ * pre-fork value: the test process then takes the parent's path and skips
+ * a plain FIXTURE_TEARDOWN().  A _PARENT teardown runs exactly once either
+ * way, in the test process or in its parent, so such teardowns record the
+ * owner pid and touch fds, memory and AIO contexts only when getpid()
+ * matches; everything else they do must work from either process.
+ */
+
 /* Per-test harness timeout for tests doing device or filesystem I/O. */
 #define AIO_DEV_TEST_TIMEOUT	300
 
