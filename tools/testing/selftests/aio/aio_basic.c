@@ -48,12 +48,11 @@ static const struct {
 	{ 20 * 1024,	true },
 };
 
-#define NR_REGIONS	(sizeof(layout) / sizeof(layout[0]))
+#define NR_REGIONS	ARRAY_SIZE(layout)
 #define BUF_LEN(i)	(layout[i].len + MAX_SEGS * GAP)
 
-/* _PARENT teardown: see the note in aio_util.h */
-FIXTURE(basic) {
-	pid_t owner;
+/* What the helpers below work on; the fixture embeds it. */
+struct basic_state {
 	aio_context_t ctx;
 	int fd;
 	char mnt[64];
@@ -63,6 +62,12 @@ FIXTURE(basic) {
 	char *rbuf[NR_REGIONS];
 	struct iocb cb[NR_REGIONS];
 	struct iovec iov[NR_REGIONS][MAX_SEGS];
+};
+
+/* _PARENT teardown: see the note in aio_util.h */
+FIXTURE(basic) {
+	pid_t owner;
+	struct basic_state st;
 };
 
 FIXTURE_VARIANT(basic) {
@@ -83,40 +88,42 @@ FIXTURE_VARIANT_ADD(basic, xfs) {
 
 FIXTURE_SETUP(basic)
 {
+	struct basic_state *st = &self->st;
 	unsigned int i;
 
 	self->owner = getpid();
-	self->ctx = 0;
-	self->fd = -1;
-	self->mnt[0] = '\0';
+	st->ctx = 0;
+	st->fd = -1;
+	st->mnt[0] = '\0';
 	ASSERT_EQ(0, aio_lock_memory());
-	ASSERT_EQ(0, sys_io_setup(64, &self->ctx));
+	ASSERT_EQ(0, sys_io_setup(64, &st->ctx));
 	for (i = 0; i < NR_REGIONS; i++) {
-		self->wbuf[i] = aio_alloc_buf(BUF_LEN(i));
-		self->rbuf[i] = aio_alloc_buf(BUF_LEN(i));
-		ASSERT_NE(NULL, self->wbuf[i]);
-		ASSERT_NE(NULL, self->rbuf[i]);
+		st->wbuf[i] = aio_alloc_buf(BUF_LEN(i));
+		st->rbuf[i] = aio_alloc_buf(BUF_LEN(i));
+		ASSERT_NE(NULL, st->wbuf[i]);
+		ASSERT_NE(NULL, st->rbuf[i]);
 	}
-	self->seed = aio_new_seed();
+	st->seed = aio_new_seed();
 }
 
 FIXTURE_TEARDOWN_PARENT(basic)
 {
+	struct basic_state *st = &self->st;
 	unsigned int i;
 
 	if (getpid() == self->owner) {
 		/* io_destroy() waits for anything still in flight. */
-		if (self->ctx)
-			sys_io_destroy(self->ctx);
-		if (self->fd >= 0)
-			close(self->fd);
+		if (st->ctx)
+			sys_io_destroy(st->ctx);
+		if (st->fd >= 0)
+			close(st->fd);
 		for (i = 0; i < NR_REGIONS; i++) {
-			aio_free_buf(self->wbuf[i], BUF_LEN(i));
-			aio_free_buf(self->rbuf[i], BUF_LEN(i));
+			aio_free_buf(st->wbuf[i], BUF_LEN(i));
+			aio_free_buf(st->rbuf[i], BUF_LEN(i));
 		}
 	}
-	if (self->mnt[0] && aio_scratch_umount(self->mnt))
-		TH_LOG("umount %s failed: %s", self->mnt, strerror(errno));
+	if (st->mnt[0] && aio_scratch_umount(st->mnt))
+		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
 }
 
 /*
@@ -146,7 +153,7 @@ static int split(size_t len, bool vec, size_t *seg)
  * Describe region i in buf as an iovec: segments are GAP apart in memory,
  * so data the kernel puts in the wrong segment or between them shows up.
  */
-static int region_iov(FIXTURE_DATA(basic) *self, unsigned int i, char *buf,
+static int region_iov(struct basic_state *st, unsigned int i, char *buf,
 		      bool vec)
 {
 	size_t seg[MAX_SEGS], pos = 0;
@@ -154,34 +161,34 @@ static int region_iov(FIXTURE_DATA(basic) *self, unsigned int i, char *buf,
 
 	n = split(layout[i].len, vec, seg);
 	for (k = 0; k < n; k++) {
-		self->iov[i][k].iov_base = buf + pos + k * GAP;
-		self->iov[i][k].iov_len = seg[k];
+		st->iov[i][k].iov_base = buf + pos + k * GAP;
+		st->iov[i][k].iov_len = seg[k];
 		pos += seg[k];
 	}
 	return n;
 }
 
-static void prep_region(FIXTURE_DATA(basic) *self, unsigned int i,
+static void prep_region(struct basic_state *st, unsigned int i,
 			bool write, bool vec)
 {
-	char *buf = write ? self->wbuf[i] : self->rbuf[i];
-	int n = region_iov(self, i, buf, vec);
+	char *buf = write ? st->wbuf[i] : st->rbuf[i];
+	int n = region_iov(st, i, buf, vec);
 	int op;
 
 	if (vec) {
 		op = write ? IOCB_CMD_PWRITEV : IOCB_CMD_PREADV;
-		aio_prep_rwv(&self->cb[i], op, self->fd, self->iov[i], n,
-			     self->off[i], 0xa10000 + i);
+		aio_prep_rwv(&st->cb[i], op, st->fd, st->iov[i], n,
+			     st->off[i], 0xa10000 + i);
 	} else {
 		op = write ? IOCB_CMD_PWRITE : IOCB_CMD_PREAD;
-		aio_prep_rw(&self->cb[i], op, self->fd, buf, layout[i].len,
-			    self->off[i], 0xa10000 + i);
+		aio_prep_rw(&st->cb[i], op, st->fd, buf, layout[i].len,
+			    st->off[i], 0xa10000 + i);
 	}
 }
 
 /* Submit all regions in one call and check every completion event. */
 static void submit_all(struct __test_metadata *_metadata,
-		       FIXTURE_DATA(basic) *self)
+		       struct basic_state *st)
 {
 	struct iocb *list[NR_REGIONS];
 	struct io_event ev[NR_REGIONS];
@@ -189,21 +196,21 @@ static void submit_all(struct __test_metadata *_metadata,
 	unsigned int i;
 
 	for (i = 0; i < NR_REGIONS; i++)
-		list[i] = &self->cb[i];
-	ASSERT_EQ((long)NR_REGIONS, sys_io_submit(self->ctx, NR_REGIONS, list))
+		list[i] = &st->cb[i];
+	ASSERT_EQ((long)NR_REGIONS, sys_io_submit(st->ctx, NR_REGIONS, list))
 		TH_LOG("io_submit: %s", strerror(errno));
-	ASSERT_EQ((long)NR_REGIONS, aio_reap(self->ctx, ev, NR_REGIONS,
+	ASSERT_EQ((long)NR_REGIONS, aio_reap(st->ctx, ev, NR_REGIONS,
 					     AIO_REAP_TIMEOUT_SEC));
 
 	/* Completion order is up to the device; match by aio_data. */
 	for (i = 0; i < NR_REGIONS; i++) {
 		uint64_t idx = ev[i].data - 0xa10000;
 
-		ASSERT_GT(NR_REGIONS, idx) TH_LOG("bad data %llx",
-					(unsigned long long)ev[i].data);
+		ASSERT_GT(NR_REGIONS, idx)
+			TH_LOG("bad data %llx", (unsigned long long)ev[i].data);
 		ASSERT_FALSE(seen[idx]);
 		seen[idx] = true;
-		ASSERT_EQ((uintptr_t)&self->cb[idx], ev[i].obj);
+		ASSERT_EQ((uintptr_t)&st->cb[idx], ev[i].obj);
 		ASSERT_EQ((int64_t)layout[idx].len, ev[i].res)
 			TH_LOG("region %llu: res %lld",
 			       (unsigned long long)idx, (long long)ev[i].res);
@@ -211,12 +218,15 @@ static void submit_all(struct __test_metadata *_metadata,
 	}
 }
 
+/* TH_LOG() pastes its format into another literal: it must be a macro. */
+#define BAD_BYTE_FMT	"region %u (%zu bytes at %llu) segment %d: first bad byte at file offset %llu"
+
 static void verify_region(struct __test_metadata *_metadata,
-			  FIXTURE_DATA(basic) *self, unsigned int i, bool vec)
+			  struct basic_state *st, unsigned int i, bool vec)
 {
 	size_t seg[MAX_SEGS], pos = 0, j;
-	const unsigned char *buf = (unsigned char *)self->rbuf[i];
-	uint64_t off = self->off[i];
+	const unsigned char *buf = (unsigned char *)st->rbuf[i];
+	uint64_t off = st->off[i];
 	ssize_t bad;
 	int n, k;
 
@@ -224,28 +234,28 @@ static void verify_region(struct __test_metadata *_metadata,
 	for (k = 0; k < n; k++) {
 		const unsigned char *s = buf + pos + k * GAP;
 
-		bad = aio_verify_pattern(s, seg[k], self->seed, off + pos);
+		bad = aio_verify_pattern(s, seg[k], st->seed, off + pos);
 		EXPECT_EQ(-1, bad)
-			TH_LOG("region %u (%zu bytes at %llu) segment %d: first bad byte at file offset %llu",
-			       i, layout[i].len, (unsigned long long)off, k,
+			TH_LOG(BAD_BYTE_FMT, i, layout[i].len,
+			       (unsigned long long)off, k,
 			       (unsigned long long)(off + pos + bad));
 		/* The gap after each segment must not have been written. */
 		for (j = 0; j < GAP; j++)
 			if (s[seg[k] + j] != POISON)
 				break;
-		EXPECT_EQ((size_t)GAP, j) TH_LOG("region %u: read past segment %d",
-					  i, k);
+		EXPECT_EQ((size_t)GAP, j)
+			TH_LOG("region %u: read past segment %d", i, k);
 		pos += seg[k];
 	}
 }
 
 /*
- * Open the target of the variant; returns a reason to skip, or NULL.  For
- * the filesystems, the scratch device is reformatted.
+ * Open the target of the variant (fstype NULL: the raw device); returns a
+ * reason to skip, or NULL.  For the filesystems, the scratch device is
+ * reformatted.
  */
 static const char *open_target(struct __test_metadata *_metadata,
-			       FIXTURE_DATA(basic) *self,
-			       const FIXTURE_VARIANT(basic) *variant,
+			       struct basic_state *st, const char *fstype,
 			       bool direct, off_t shift)
 {
 	static char reason[128];
@@ -258,7 +268,7 @@ static const char *open_target(struct __test_metadata *_metadata,
 
 	if (!dev)
 		return "AIO_TEST_DEV not set";
-	if (variant->fstype && !aio_dev_holds_data())
+	if (fstype && !aio_dev_holds_data())
 		return "null_blk does not store data: no filesystem on it";
 
 	fd = open(dev, O_RDONLY);
@@ -266,14 +276,14 @@ static const char *open_target(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, aio_dev_size(fd, &size));
 	close(fd);
 
-	off = variant->fstype ? 0 : RAW_BASE;
+	off = fstype ? 0 : RAW_BASE;
 	off += shift;
 	for (i = 0; i < NR_REGIONS; i++) {
-		self->off[i] = off;
+		st->off[i] = off;
 		off += layout[i].len + GAP;
 	}
 	need = off;
-	if (variant->fstype && !strcmp(variant->fstype, "xfs"))
+	if (fstype && !strcmp(fstype, "xfs"))
 		need = XFS_MIN_SIZE;
 	if (size < need) {
 		snprintf(reason, sizeof(reason),
@@ -282,71 +292,70 @@ static const char *open_target(struct __test_metadata *_metadata,
 		return reason;
 	}
 
-	if (!variant->fstype) {
-		self->fd = open(dev, flags);
-		ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", dev,
-					      strerror(errno));
+	if (!fstype) {
+		st->fd = open(dev, flags);
+		ASSERT_LE(0, st->fd) TH_LOG("open %s: %s", dev,
+					    strerror(errno));
 		return NULL;
 	}
 
-	ret = aio_scratch_mount(dev, variant->fstype, self->mnt,
-				sizeof(self->mnt));
+	ret = aio_scratch_mount(dev, fstype, st->mnt, sizeof(st->mnt));
 	if (ret == AIO_MKFS_NOT_FOUND) {
 		snprintf(reason, sizeof(reason), "mkfs.%s not available",
-			 variant->fstype);
+			 fstype);
 		return reason;
 	}
-	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount %s on %s: %d", variant->fstype,
-				 dev, ret);
+	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount %s on %s: %d", fstype, dev, ret);
 
 	{
-		char path[sizeof(self->mnt) + 16];
+		char path[sizeof(st->mnt) + 16];
 
-		snprintf(path, sizeof(path), "%s/data", self->mnt);
-		self->fd = open(path, flags | O_CREAT | O_TRUNC, 0600);
-		ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", path,
-					      strerror(errno));
+		snprintf(path, sizeof(path), "%s/data", st->mnt);
+		st->fd = open(path, flags | O_CREAT | O_TRUNC, 0600);
+		ASSERT_LE(0, st->fd) TH_LOG("open %s: %s", path,
+					    strerror(errno));
 	}
 	return NULL;
 }
 
 static void round_trip(struct __test_metadata *_metadata,
-		       FIXTURE_DATA(basic) *self)
+		       struct basic_state *st)
 {
 	size_t seg[MAX_SEGS], pos;
 	unsigned int i;
 	int n, k;
 
 	for (i = 0; i < NR_REGIONS; i++) {
-		memset(self->wbuf[i], POISON, BUF_LEN(i));
+		memset(st->wbuf[i], POISON, BUF_LEN(i));
 		n = split(layout[i].len, layout[i].vec, seg);
 		pos = 0;
 		for (k = 0; k < n; k++) {
-			aio_fill_pattern(self->wbuf[i] + pos + k * GAP, seg[k],
-					 self->seed, self->off[i] + pos);
+			aio_fill_pattern(st->wbuf[i] + pos + k * GAP, seg[k],
+					 st->seed, st->off[i] + pos);
 			pos += seg[k];
 		}
-		prep_region(self, i, true, layout[i].vec);
+		prep_region(st, i, true, layout[i].vec);
 	}
-	submit_all(_metadata, self);
+	submit_all(_metadata, st);
 
 	for (i = 0; i < NR_REGIONS; i++) {
-		memset(self->rbuf[i], POISON, BUF_LEN(i));
-		prep_region(self, i, false, !layout[i].vec);
+		memset(st->rbuf[i], POISON, BUF_LEN(i));
+		prep_region(st, i, false, !layout[i].vec);
 	}
-	submit_all(_metadata, self);
+	submit_all(_metadata, st);
 }
 
 TEST_F_TIMEOUT(basic, odirect_round_trip, AIO_DEV_TEST_TIMEOUT)
 {
+	struct basic_state *st = &self->st;
 	const char *skip;
 	unsigned int i;
 
-	skip = open_target(_metadata, self, variant, true, 0);
+	skip = open_target(_metadata, st, variant->fstype, true, 0);
 	if (skip)
 		SKIP(return, "%s", skip);
 
-	round_trip(_metadata, self);
+	round_trip(_metadata, st);
 
 	/*
 	 * null_blk completes writes without storing anything and reads back
@@ -356,11 +365,12 @@ TEST_F_TIMEOUT(basic, odirect_round_trip, AIO_DEV_TEST_TIMEOUT)
 		SKIP(return, "%s does not store data: events checked, data not",
 		     aio_dev_path());
 	for (i = 0; i < NR_REGIONS; i++)
-		verify_region(_metadata, self, i, !layout[i].vec);
+		verify_region(_metadata, st, i, !layout[i].vec);
 }
 
 TEST_F_TIMEOUT(basic, buffered_round_trip, AIO_DEV_TEST_TIMEOUT)
 {
+	struct basic_state *st = &self->st;
 	const char *skip;
 	unsigned int i;
 
@@ -368,24 +378,24 @@ TEST_F_TIMEOUT(basic, buffered_round_trip, AIO_DEV_TEST_TIMEOUT)
 	if (!variant->fstype && !aio_dev_holds_data())
 		SKIP(return, "%s does not store data", aio_dev_path());
 	/* Page cache I/O has no alignment rules: use odd offsets. */
-	skip = open_target(_metadata, self, variant, false, 123);
+	skip = open_target(_metadata, st, variant->fstype, false, 123);
 	if (skip)
 		SKIP(return, "%s", skip);
 
-	round_trip(_metadata, self);
+	round_trip(_metadata, st);
 	for (i = 0; i < NR_REGIONS; i++)
-		verify_region(_metadata, self, i, !layout[i].vec);
+		verify_region(_metadata, st, i, !layout[i].vec);
 
 	/* And it reached the filesystem, not only the page cache. */
-	ASSERT_EQ(0, fsync(self->fd));
-	ASSERT_EQ(0, posix_fadvise(self->fd, 0, 0, POSIX_FADV_DONTNEED));
+	ASSERT_EQ(0, fsync(st->fd));
+	ASSERT_EQ(0, posix_fadvise(st->fd, 0, 0, POSIX_FADV_DONTNEED));
 	for (i = 0; i < NR_REGIONS; i++) {
-		memset(self->rbuf[i], POISON, BUF_LEN(i));
-		prep_region(self, i, false, !layout[i].vec);
+		memset(st->rbuf[i], POISON, BUF_LEN(i));
+		prep_region(st, i, false, !layout[i].vec);
 	}
-	submit_all(_metadata, self);
+	submit_all(_metadata, st);
 	for (i = 0; i < NR_REGIONS; i++)
-		verify_region(_metadata, self, i, !layout[i].vec);
+		verify_region(_metadata, st, i, !layout[i].vec);
 }
 
 TEST_HARNESS_MAIN

@@ -32,7 +32,8 @@ static long pending_events(aio_context_t ctx)
 	return sys_io_getevents(ctx, 0, 4, ev, &zero);
 }
 
-FIXTURE(cancel) {
+/* What the helpers below work on; the fixture embeds it. */
+struct cancel_state {
 	aio_context_t ctx;
 	int pipefd[2];
 	int fd;
@@ -40,101 +41,112 @@ FIXTURE(cancel) {
 	char *buf;
 };
 
+FIXTURE(cancel) {
+	struct cancel_state st;
+};
+
 FIXTURE_SETUP(cancel)
 {
+	struct cancel_state *st = &self->st;
 	char path[] = "/tmp/aio-cancel-XXXXXX";
 	ssize_t n;
 
-	self->ctx = 0;
-	self->fd = -1;
-	self->pipefd[0] = self->pipefd[1] = -1;
-	self->buf = NULL;
+	st->ctx = 0;
+	st->fd = -1;
+	st->pipefd[0] = -1;
+	st->pipefd[1] = -1;
+	st->buf = NULL;
 	ASSERT_EQ(0, aio_lock_memory());
-	ASSERT_EQ(0, sys_io_setup(16, &self->ctx));
-	ASSERT_EQ(0, pipe(self->pipefd));
+	ASSERT_EQ(0, sys_io_setup(16, &st->ctx));
+	ASSERT_EQ(0, pipe(st->pipefd));
 
-	self->fd = mkstemp(path);
-	ASSERT_LE(0, self->fd);
+	st->fd = mkstemp(path);
+	ASSERT_LE(0, st->fd);
 	unlink(path);
-	self->buf = aio_alloc_buf(FILE_LEN);
-	ASSERT_NE(NULL, self->buf);
-	self->seed = aio_new_seed();
-	aio_fill_pattern(self->buf, FILE_LEN, self->seed, 0);
-	n = pwrite(self->fd, self->buf, FILE_LEN, 0);
+	st->buf = aio_alloc_buf(FILE_LEN);
+	ASSERT_NE(NULL, st->buf);
+	st->seed = aio_new_seed();
+	aio_fill_pattern(st->buf, FILE_LEN, st->seed, 0);
+	n = pwrite(st->fd, st->buf, FILE_LEN, 0);
 	ASSERT_EQ(FILE_LEN, n);
-	memset(self->buf, POISON, FILE_LEN);
+	memset(st->buf, POISON, FILE_LEN);
 }
 
 FIXTURE_TEARDOWN(cancel)
 {
+	struct cancel_state *st = &self->st;
+
 	/* io_destroy() also cancels whatever a failed test left pending. */
-	if (self->ctx)
-		sys_io_destroy(self->ctx);
-	if (self->pipefd[0] >= 0)
-		close(self->pipefd[0]);
-	if (self->pipefd[1] >= 0)
-		close(self->pipefd[1]);
-	if (self->fd >= 0)
-		close(self->fd);
-	aio_free_buf(self->buf, FILE_LEN);
+	if (st->ctx)
+		sys_io_destroy(st->ctx);
+	if (st->pipefd[0] >= 0)
+		close(st->pipefd[0]);
+	if (st->pipefd[1] >= 0)
+		close(st->pipefd[1]);
+	if (st->fd >= 0)
+		close(st->fd);
+	aio_free_buf(st->buf, FILE_LEN);
 }
 
 /* Read block blk of the test file through AIO and check its contents. */
 static void read_block(struct __test_metadata *_metadata,
-		       FIXTURE_DATA(cancel) *self, aio_context_t ctx,
+		       struct cancel_state *st, aio_context_t ctx,
 		       struct iocb *cb, int blk)
 {
 	struct io_event ev;
 
-	aio_prep_rw(cb, IOCB_CMD_PREAD, self->fd, self->buf + blk * BLK, BLK,
+	aio_prep_rw(cb, IOCB_CMD_PREAD, st->fd, st->buf + blk * BLK, BLK,
 		    (off_t)blk * BLK, 0x100 + blk);
 	ASSERT_EQ(1, sys_io_submit(ctx, 1, &cb));
 	ASSERT_EQ(1, aio_reap(ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ((uintptr_t)cb, ev.obj);
 	EXPECT_EQ((uint64_t)(0x100 + blk), ev.data);
 	EXPECT_EQ(BLK, ev.res);
-	EXPECT_EQ(-1, aio_verify_pattern(self->buf + blk * BLK, BLK,
-					 self->seed, (uint64_t)blk * BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + blk * BLK, BLK,
+					 st->seed, (uint64_t)blk * BLK));
 }
 
 static void submit_poll(struct __test_metadata *_metadata,
-			FIXTURE_DATA(cancel) *self, struct iocb *cb,
+			struct cancel_state *st, struct iocb *cb,
 			uint64_t data)
 {
-	aio_prep_poll(cb, self->pipefd[0], POLLIN, data);
-	ASSERT_EQ(1, sys_io_submit(self->ctx, 1, &cb));
+	aio_prep_poll(cb, st->pipefd[0], POLLIN, data);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &cb));
 	/* The pipe is empty and has a writer: nothing can complete it. */
-	ASSERT_EQ(0, pending_events(self->ctx));
+	ASSERT_EQ(0, pending_events(st->ctx));
 }
 
 TEST_F(cancel, completed_read)
 {
+	struct cancel_state *st = &self->st;
 	struct io_event res;
 	struct iocb cb;
 
-	read_block(_metadata, self, self->ctx, &cb, 1);
+	read_block(_metadata, st, st->ctx, &cb, 1);
 
 	/* It is no longer on the list of active requests. */
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINVAL, errno);
 }
 
 TEST_F(cancel, never_submitted)
 {
+	struct cancel_state *st = &self->st;
 	struct io_event res;
 	struct iocb cb;
 
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf, BLK, 0, 1);
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->buf, BLK, 0, 1);
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINVAL, errno);
 }
 
 TEST_F(cancel, bad_key)
 {
+	struct cancel_state *st = &self->st;
 	struct io_event res, ev;
 	struct iocb cb;
 
-	submit_poll(_metadata, self, &cb, 0xbad);
+	submit_poll(_metadata, st, &cb, 0xbad);
 
 	/*
 	 * io_submit() stored the key in the iocb; io_cancel() rejects an
@@ -142,15 +154,15 @@ TEST_F(cancel, bad_key)
 	 */
 	ASSERT_EQ(0U, cb.aio_key);
 	cb.aio_key = 0x1234;
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(0, pending_events(self->ctx));
+	EXPECT_EQ(0, pending_events(st->ctx));
 
 	/* With the key restored the very same request is cancellable. */
 	cb.aio_key = 0;
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINPROGRESS, errno);
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ(0xbadULL, ev.data);
 	EXPECT_EQ(0, ev.res);
 }
@@ -163,47 +175,49 @@ TEST_F(cancel, bad_key)
  */
 TEST_F(cancel, pending_poll)
 {
+	struct cancel_state *st = &self->st;
 	struct io_event res, ev, sentinel;
 	struct iocb cb;
 	char c = 'x';
 
-	submit_poll(_metadata, self, &cb, 0xfeed);
+	submit_poll(_metadata, st, &cb, 0xfeed);
 
 	memset(&res, 0x5a, sizeof(res));
 	memset(&sentinel, 0x5a, sizeof(sentinel));
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINPROGRESS, errno);
 	EXPECT_EQ(0, memcmp(&res, &sentinel, sizeof(res)));
 
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ(0xfeedULL, ev.data);
 	EXPECT_EQ((uintptr_t)&cb, ev.obj);
 	EXPECT_EQ(0, ev.res);
 	EXPECT_EQ(0, ev.res2);
 
 	/* Gone from the active list: a second cancel finds nothing. */
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINVAL, errno);
 
 	/* Nor does the cancelled request fire when the pipe gets data. */
-	ASSERT_EQ(1, write(self->pipefd[1], &c, 1));
+	ASSERT_EQ(1, write(st->pipefd[1], &c, 1));
 	usleep(10 * 1000);
-	EXPECT_EQ(0, pending_events(self->ctx));
+	EXPECT_EQ(0, pending_events(st->ctx));
 	c = 0;
-	ASSERT_EQ(1, read(self->pipefd[0], &c, 1));
+	ASSERT_EQ(1, read(st->pipefd[0], &c, 1));
 	EXPECT_EQ('x', c);
 }
 
 /* Control for the above: the same poll completes once data arrives. */
 TEST_F(cancel, poll_completes)
 {
+	struct cancel_state *st = &self->st;
 	struct io_event res, ev;
 	struct iocb cb;
 	char c = 'y';
 
-	submit_poll(_metadata, self, &cb, 0xd0e);
-	ASSERT_EQ(1, write(self->pipefd[1], &c, 1));
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	submit_poll(_metadata, st, &cb, 0xd0e);
+	ASSERT_EQ(1, write(st->pipefd[1], &c, 1));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ(0xd0eULL, ev.data);
 	EXPECT_EQ((uintptr_t)&cb, ev.obj);
 	/*
@@ -214,10 +228,10 @@ TEST_F(cancel, poll_completes)
 	EXPECT_TRUE(ev.res & POLLIN);
 	EXPECT_FALSE(ev.res & (POLLERR | POLLHUP | POLLNVAL));
 
-	EXPECT_EQ(-1, sys_io_cancel(self->ctx, &cb, &res));
+	EXPECT_EQ(-1, sys_io_cancel(st->ctx, &cb, &res));
 	EXPECT_EQ(EINVAL, errno);
 	c = 0;
-	ASSERT_EQ(1, read(self->pipefd[0], &c, 1));
+	ASSERT_EQ(1, read(st->pipefd[0], &c, 1));
 	EXPECT_EQ('y', c);
 }
 
@@ -228,17 +242,18 @@ TEST_F(cancel, poll_completes)
  */
 TEST_F(cancel, destroy_with_pending_poll)
 {
+	struct cancel_state *st = &self->st;
 	struct iocb cb, rcb, *list[1] = { &rcb };
 	struct io_event res, ev;
-	aio_context_t dead = self->ctx;
+	aio_context_t dead = st->ctx;
 	aio_context_t fresh = 0;
 
-	submit_poll(_metadata, self, &cb, 0xdead);
+	submit_poll(_metadata, st, &cb, 0xdead);
 
 	ASSERT_EQ(0, sys_io_destroy(dead));
-	self->ctx = 0;
+	st->ctx = 0;
 
-	aio_prep_rw(&rcb, IOCB_CMD_PREAD, self->fd, self->buf, BLK, 0, 1);
+	aio_prep_rw(&rcb, IOCB_CMD_PREAD, st->fd, st->buf, BLK, 0, 1);
 	EXPECT_EQ(-1, sys_io_submit(dead, 1, list));
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_EQ(-1, sys_io_getevents(dead, 0, 1, &ev, NULL));
@@ -248,11 +263,11 @@ TEST_F(cancel, destroy_with_pending_poll)
 	EXPECT_EQ(-1, sys_io_destroy(dead));
 	EXPECT_EQ(EINVAL, errno);
 	/* Nothing was read into the buffer by the rejected submission. */
-	EXPECT_EQ(POISON, (unsigned char)self->buf[0]);
+	EXPECT_EQ(POISON, (unsigned char)st->buf[0]);
 
 	/* AIO as such keeps working for the process. */
 	ASSERT_EQ(0, sys_io_setup(4, &fresh));
-	read_block(_metadata, self, fresh, &rcb, 2);
+	read_block(_metadata, st, fresh, &rcb, 2);
 	EXPECT_EQ(0, sys_io_destroy(fresh));
 }
 

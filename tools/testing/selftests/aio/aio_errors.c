@@ -151,7 +151,7 @@ TEST_F(errors, bad_opcode)
 	struct iocb cb, *list[1] = { &cb };
 	unsigned int i;
 
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
 		aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf, BLK, 0,
 			    1);
 		cb.aio_lio_opcode = ops[i];
@@ -463,9 +463,10 @@ TEST_F(errors, nr_above_ring_size_is_clamped)
  * O_DIRECT alignment: the block layer rejects misaligned direct I/O from
  * ->read_iter, after io_submit() has already accepted the iocb, so the
  * error arrives as the event's res.  Needs a real block device; tmpfs
- * would accept any alignment.
+ * would accept any alignment.  The helpers work on the state the fixture
+ * embeds.
  */
-FIXTURE(odirect) {
+struct odirect_state {
 	aio_context_t ctx;
 	int fd;
 	int lbs;
@@ -473,49 +474,57 @@ FIXTURE(odirect) {
 	char *buf;
 };
 
+FIXTURE(odirect) {
+	struct odirect_state st;
+};
+
 FIXTURE_SETUP(odirect)
 {
-	self->ctx = 0;
-	self->fd = -1;
-	self->buf = NULL;
+	struct odirect_state *st = &self->st;
+
+	st->ctx = 0;
+	st->fd = -1;
+	st->buf = NULL;
 	ASSERT_EQ(0, aio_lock_memory());
-	ASSERT_EQ(0, sys_io_setup(8, &self->ctx));
+	ASSERT_EQ(0, sys_io_setup(8, &st->ctx));
 }
 
 FIXTURE_TEARDOWN(odirect)
 {
-	if (self->ctx)
-		sys_io_destroy(self->ctx);
-	if (self->fd >= 0)
-		close(self->fd);
-	aio_free_buf(self->buf, self->len + 4096);
+	struct odirect_state *st = &self->st;
+
+	if (st->ctx)
+		sys_io_destroy(st->ctx);
+	if (st->fd >= 0)
+		close(st->fd);
+	aio_free_buf(st->buf, st->len + 4096);
 }
 
 /* Returns false (after SKIP) when there is no device to test on. */
 static bool odirect_open(struct __test_metadata *_metadata,
-			 FIXTURE_DATA(odirect) *self)
+			 struct odirect_state *st)
 {
 	const char *dev = aio_dev_path();
 
 	if (!dev)
 		return false;
-	self->fd = open(dev, O_RDWR | O_DIRECT);
-	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", dev, strerror(errno));
-	ASSERT_EQ(0, aio_dev_lbs(self->fd, &self->lbs));
-	self->len = self->lbs > 4096 ? self->lbs : 4096;
-	self->buf = aio_alloc_buf(self->len + 4096);
-	ASSERT_NE(NULL, self->buf);
-	memset(self->buf, POISON, self->len + 4096);
+	st->fd = open(dev, O_RDWR | O_DIRECT);
+	ASSERT_LE(0, st->fd) TH_LOG("open %s: %s", dev, strerror(errno));
+	ASSERT_EQ(0, aio_dev_lbs(st->fd, &st->lbs));
+	st->len = st->lbs > 4096 ? st->lbs : 4096;
+	st->buf = aio_alloc_buf(st->len + 4096);
+	ASSERT_NE(NULL, st->buf);
+	memset(st->buf, POISON, st->len + 4096);
 	return true;
 }
 
 static void expect_einval_event(struct __test_metadata *_metadata,
-				FIXTURE_DATA(odirect) *self, struct iocb *cb)
+				struct odirect_state *st, struct iocb *cb)
 {
 	struct io_event ev;
 
-	ASSERT_EQ(1, sys_io_submit(self->ctx, 1, &cb));
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &cb));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	EXPECT_EQ((uintptr_t)cb, ev.obj);
 	EXPECT_EQ(cb->aio_data, ev.data);
 	EXPECT_EQ(-EINVAL, ev.res);
@@ -523,80 +532,79 @@ static void expect_einval_event(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(odirect, misaligned_buffer, AIO_DEV_TEST_TIMEOUT)
 {
+	struct odirect_state *st = &self->st;
 	struct iocb cb;
 	size_t i;
 
-	if (!odirect_open(_metadata, self))
+	if (!odirect_open(_metadata, st))
 		SKIP(return, "AIO_TEST_DEV not set");
 
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf + 1, self->len,
-		    0, 0xb1);
-	expect_einval_event(_metadata, self, &cb);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->buf + 1, st->len, 0, 0xb1);
+	expect_einval_event(_metadata, st, &cb);
 	/* Rejected before any DMA: the buffer still holds the poison. */
-	for (i = 0; i < self->len + 4096; i++)
-		ASSERT_EQ(POISON, (unsigned char)self->buf[i]);
+	for (i = 0; i < st->len + 4096; i++)
+		ASSERT_EQ(POISON, (unsigned char)st->buf[i]);
 }
 
 TEST_F_TIMEOUT(odirect, misaligned_offset, AIO_DEV_TEST_TIMEOUT)
 {
+	struct odirect_state *st = &self->st;
 	struct iocb cb;
 	size_t i;
 
-	if (!odirect_open(_metadata, self))
+	if (!odirect_open(_metadata, st))
 		SKIP(return, "AIO_TEST_DEV not set");
 
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf, self->len, 1,
-		    0xb2);
-	expect_einval_event(_metadata, self, &cb);
-	for (i = 0; i < self->len; i++)
-		ASSERT_EQ(POISON, (unsigned char)self->buf[i]);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->buf, st->len, 1, 0xb2);
+	expect_einval_event(_metadata, st, &cb);
+	for (i = 0; i < st->len; i++)
+		ASSERT_EQ(POISON, (unsigned char)st->buf[i]);
 }
 
 TEST_F_TIMEOUT(odirect, misaligned_length, AIO_DEV_TEST_TIMEOUT)
 {
+	struct odirect_state *st = &self->st;
 	struct iocb cb;
 	size_t i;
 
-	if (!odirect_open(_metadata, self))
+	if (!odirect_open(_metadata, st))
 		SKIP(return, "AIO_TEST_DEV not set");
 
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf, self->len + 1,
-		    0, 0xb3);
-	expect_einval_event(_metadata, self, &cb);
-	for (i = 0; i < self->len; i++)
-		ASSERT_EQ(POISON, (unsigned char)self->buf[i]);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->buf, st->len + 1, 0, 0xb3);
+	expect_einval_event(_metadata, st, &cb);
+	for (i = 0; i < st->len; i++)
+		ASSERT_EQ(POISON, (unsigned char)st->buf[i]);
 }
 
 /* The same iocbs, aligned, work: the failures above are alignment only. */
 TEST_F_TIMEOUT(odirect, aligned_control, AIO_DEV_TEST_TIMEOUT)
 {
+	struct odirect_state *st = &self->st;
 	struct iocb cb, *list[1] = { &cb };
 	struct io_event ev;
 	uint64_t seed = aio_new_seed();
 
-	if (!odirect_open(_metadata, self))
+	if (!odirect_open(_metadata, st))
 		SKIP(return, "AIO_TEST_DEV not set");
 
-	aio_fill_pattern(self->buf, self->len, seed, 0);
-	aio_prep_rw(&cb, IOCB_CMD_PWRITE, self->fd, self->buf, self->len, 0,
-		    0xc1);
-	ASSERT_EQ(1, sys_io_submit(self->ctx, 1, list));
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
-	ASSERT_EQ((int64_t)self->len, ev.res);
+	aio_fill_pattern(st->buf, st->len, seed, 0);
+	aio_prep_rw(&cb, IOCB_CMD_PWRITE, st->fd, st->buf, st->len, 0, 0xc1);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, list));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	ASSERT_EQ((int64_t)st->len, ev.res);
 
-	memset(self->buf, POISON, self->len);
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, self->fd, self->buf, self->len, 0,
-		    0xc2);
-	ASSERT_EQ(1, sys_io_submit(self->ctx, 1, list));
-	ASSERT_EQ(1, aio_reap(self->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	memset(st->buf, POISON, st->len);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->buf, st->len, 0, 0xc2);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, list));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
 	/* ASSERT, not EXPECT: a SKIP below must not hide a failure. */
-	ASSERT_EQ((int64_t)self->len, ev.res);
+	ASSERT_EQ((int64_t)st->len, ev.res);
 	ASSERT_EQ(0xc2ULL, ev.data);
 
 	if (!aio_dev_holds_data())
 		SKIP(return, "%s discards data (null_blk): res checked only",
 		     aio_dev_path());
-	EXPECT_EQ(-1, aio_verify_pattern(self->buf, self->len, seed, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, st->len, seed, 0));
 }
 
 TEST_HARNESS_MAIN

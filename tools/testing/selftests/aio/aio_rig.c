@@ -116,7 +116,7 @@ TEST(scratch_devices)
 	if (!aio_on_rig())
 		SKIP(return, "not the rig guest (AIO_RIG != 1)");
 
-	for (i = 0; i < sizeof(rig_devs) / sizeof(rig_devs[0]); i++) {
+	for (i = 0; i < ARRAY_SIZE(rig_devs); i++) {
 		uint64_t size = 0;
 		struct stat st;
 		int fd;
@@ -312,7 +312,8 @@ TEST_F_TIMEOUT(nullb_tag, second_submit_waits_for_tag, AIO_DEV_TEST_TIMEOUT)
 	if (strcmp(sched, "none")) {
 		ASSERT_EQ(0, aio_write_file(NULLB_SYSFS "/queue/scheduler",
 					    "none"));
-		strcpy(self->saved_sched, sched);
+		snprintf(self->saved_sched, sizeof(self->saved_sched), "%s",
+			 sched);
 	}
 
 	/* Same CPU, same hardware queue, same single tag. */

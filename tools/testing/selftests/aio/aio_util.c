@@ -243,12 +243,12 @@ bool aio_dev_holds_data(void)
 {
 	const char *dev = aio_dev_path();
 
+	if (!dev)
+		return false;
 	/* null_blk without memory_backed completes writes and reads zeroes. */
-	if (!strcmp(aio_dev_class(), "nullb"))
+	if (!strcmp(aio_dev_class(), "nullb") || strstr(dev, "nullb"))
 		return false;
-	if (dev && strstr(dev, "nullb"))
-		return false;
-	return dev != NULL;
+	return true;
 }
 
 bool aio_on_rig(void)
@@ -278,11 +278,12 @@ int aio_mkfs(const char *dev, const char *fstype)
 	 * Discard is skipped: a whole-device discard on emulated flash can
 	 * take far longer than the test itself and proves nothing here.
 	 */
-	char *ext4_argv[] = { "mkfs.ext4", "-F", "-q", "-E", "nodiscard",
-			      (char *)dev, NULL };
-	char *xfs_argv[] = { "mkfs.xfs", "-f", "-q", "-K", (char *)dev, NULL };
+	char * const ext4_argv[] = { "mkfs.ext4", "-F", "-q", "-E", "nodiscard",
+				     (char *)dev, NULL };
+	char * const xfs_argv[] = { "mkfs.xfs", "-f", "-q", "-K", (char *)dev,
+				    NULL };
 	char sbin[2][PATH_MAX];
-	char **argv;
+	char * const *argv;
 	int status;
 	pid_t pid;
 
