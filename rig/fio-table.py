@@ -17,7 +17,7 @@ def main():
            'max us')
     rows = []
     for arg in sys.argv[1:]:
-        label, path = arg.split('=', 1)
+        label, path = arg.rsplit('=', 1)
         with open(path) as f:
             data = json.load(f)
         for job in data['jobs']:

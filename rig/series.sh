@@ -6,9 +6,13 @@
 # rig/series/NNNN-name files are the logical patches, in order: a commit
 # message (subject line, blank line, body) and "Files:" lines naming the
 # overlay files (new files and X.patch files, or a directory/ for all the
-# overlay files under it) that make up that patch.
-# Every overlay file belongs to exactly one patch.  rig/series/cover-letter
+# overlay files under it) that make up that patch.  rig/series/cover-letter
 # is the cover letter: subject line, blank line, text.
+#
+# Every overlay file belongs to exactly one patch, with one exception for
+# files that several patches add lines to (MAINTAINERS): "X.patch:REGEX"
+# in an earlier patch takes only the added lines of X.patch that match
+# REGEX; the patch that names plain X.patch (the last one) completes it.
 #
 #   export      commit each patch on base in build/series/linux and write
 #               git format-patch output to build/series/patches/
@@ -30,9 +34,11 @@ export GIT_AUTHOR_DATE='2025-01-01T00:00:00Z' GIT_COMMITTER_DATE='2025-01-01T00:
 die() { echo "series.sh: $*" >&2; exit 1; }
 entries() { find "$sdir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*' | LC_ALL=C sort; }
 # A name ending in / stands for every overlay file under that directory.
+# With "plain", leave out the X.patch:REGEX partial listings.
 files_of() {
 	local f
 	for f in $(sed -n 's/^Files://p' "$1"); do
+		[ "${2:-}" = plain ] && [[ $f == *.patch:* ]] && continue
 		case $f in
 		*/) "$top/rig/tree.sh" list | grep "^$f" || die "$(basename "$1"): nothing under $f" ;;
 		*) echo "$f" ;;
@@ -40,11 +46,17 @@ files_of() {
 	done
 }
 
+# The diff with only the added lines matching $2 (for diffs that only add).
+partial() {
+	awk -v re="$2" '/^\+\+\+ / || !/^\+/ || $0 ~ re' "$1"
+}
+
 cmd_export() {
 	"$top/rig/tree.sh" sync >/dev/null
 	# Every overlay file in exactly one patch, and no unknown names.
-	local listed dup missing e f k n=0
-	listed=$(for e in $(entries); do files_of "$e"; done | LC_ALL=C sort)
+	local listed dup missing e f k re n=0
+	local -A taken=()
+	listed=$(for e in $(entries); do files_of "$e" plain; done | LC_ALL=C sort)
 	dup=$(uniq -d <<<"$listed")
 	[ -z "$dup" ] || die "in more than one patch: $dup"
 	missing=$(comm -3 <(echo "$listed") <("$top/rig/tree.sh" list))
@@ -62,15 +74,24 @@ $missing
 	fi
 	for e in $(entries); do
 		for f in $(files_of "$e"); do
+			# Each step writes whole files: the overlay's version
+			# (as synced into build/patched/linux), or for X.patch:RE
+			# the base with only the matching added lines.
 			case $f in
-			*.patch)
-				patch -s -p1 -d "$wt" --no-backup-if-mismatch <"$top/$f" ||
-					die "$(basename "$e"): $f does not apply"
-				k=${f%.patch} ;;
+			*.patch:*)
+				# Lines taken by earlier partial listings stay.
+				k=${f%%.patch:*}
+				re=${f#*.patch:}
+				[ -n "${taken[$k]:-}" ] && re="${taken[$k]}|$re"
+				taken[$k]=$re
+				git -C "$wt" checkout -q base -- "$k"
+				partial "$top/${f%%:*}" "$re" |
+					(cd "$wt" && git apply --recount) ||
+					die "$(basename "$e"): $f does not apply" ;;
 			*)
-				mkdir -p "$wt/$(dirname "$f")"
-				cp "$top/$f" "$wt/$f"
-				k=$f ;;
+				k=${f%.patch}
+				mkdir -p "$wt/$(dirname "$k")"
+				git -C "$tree" show "HEAD:$k" >"$wt/$k" ;;
 			esac
 			git -C "$wt" add -A -- "$k"
 		done

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _LINUX_AIO_OFFLOAD_H
+#define _LINUX_AIO_OFFLOAD_H
+
+#include <linux/list.h>
+
+struct aio_pool;
+
+/* Why fs/aio.c handed a read or write to a worker (trace/events/aio.h). */
+enum aio_punt_reason {
+	AIO_PUNT_NO_NOWAIT,		/* the file has no FMODE_NOWAIT */
+	AIO_PUNT_DSYNC,			/* O_DSYNC write */
+	AIO_PUNT_BLOCKING_QUEUE,	/* direct I/O to a queue that may sleep */
+	AIO_PUNT_FROZEN,		/* write to a frozen filesystem */
+	AIO_PUNT_EAGAIN,		/* the NOWAIT try said -EAGAIN */
+	AIO_PUNT_EOPNOTSUPP,		/* this path has no NOWAIT */
+	AIO_PUNT_SHORT,			/* the NOWAIT try did part of it */
+};
+
+/**
+ * struct aio_offload_work - a request handed to an AIO offload pool
+ * @node:	entry in the pool's queue
+ * @run:	redo the request, allowed to block; called from a worker
+ * @cancel:	complete the request without running it; called when the
+ *		process is exiting and no worker is left to run it
+ */
+struct aio_offload_work {
+	struct list_head	node;
+	void			(*run)(struct aio_offload_work *work);
+	void			(*cancel)(struct aio_offload_work *work);
+};
+
+#ifdef CONFIG_AIO_OFFLOAD
+struct aio_pool *aio_pool_create(unsigned int max_workers);
+bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work);
+void aio_pool_shutdown(struct aio_pool *pool);
+void aio_pool_release(struct aio_pool *pool);
+#else
+static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
+{
+	return NULL;
+}
+
+static inline bool aio_pool_queue(struct aio_pool *pool,
+				  struct aio_offload_work *work)
+{
+	return false;
+}
+
+static inline void aio_pool_shutdown(struct aio_pool *pool)
+{
+}
+
+static inline void aio_pool_release(struct aio_pool *pool)
+{
+}
+#endif
+
+#endif /* _LINUX_AIO_OFFLOAD_H */

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Workers that redo AIO requests which would have blocked io_submit().
+ *
+ * fs/aio.c issues reads and writes with IOCB_NOWAIT; what would block is
+ * queued here and redone, blocking, by a worker.  The workers are io
+ * threads of the submitting process (create_io_thread()), as in io_uring's
+ * io-wq, rather than kworkers that borrow the submitter's identity: they
+ * share its mm, files, fs root, rlimits, io context and cgroups, so the
+ * I/O is checked and charged as if the submitter had done it and nothing
+ * has to be borrowed and given back per request.  Credentials are per
+ * thread; fs/aio.c overrides them with the submitting thread's.
+ *
+ * Threads are only created where sleeping is fine: the first worker by
+ * aio_pool_create() (io_setup()), later ones by a worker that takes the
+ * last idle slot, so that queued work finds an idle worker unless the pool
+ * is at its limit, and io_submit() never forks.
+ *
+ * Workers share the mm, so exit_aio() (from the last mmput()) cannot run
+ * before they are gone.  The last worker to exit cancels what is still
+ * queued and marks the pool dead; queueing to a dead pool fails, so no
+ * request waits for a worker that will never come.
+ */
+#include <linux/aio_offload.h>
+#include <linux/refcount.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+
+/* An idle worker other than the last one exits after this long. */
+#define AIO_WORKER_IDLE_TIMEOUT	(5 * HZ)
+
+/**
+ * struct aio_pool - the workers of one AIO context
+ * @lock:	protects the fields below it; taken from completion (irq)
+ *		context when the block layer fails a NOWAIT bio
+ * @queue:	requests waiting for a worker, oldest first
+ * @nr_workers:	live workers, counting one being created
+ * @nr_idle:	workers waiting for work
+ * @max_workers: limit on @nr_workers
+ * @spawning:	a worker is being created; only one at a time
+ * @shutdown:	the context is going away: workers exit when @queue is empty
+ * @dead:	no worker is left: queueing fails
+ * @wait:	idle workers
+ * @refs:	one for the owner, one per worker
+ * @tgid:	the owning process, for the workers' names
+ */
+struct aio_pool {
+	spinlock_t		lock;	/* irq-safe: see aio_pool_queue() */
+	struct list_head	queue;
+	unsigned int		nr_workers;
+	unsigned int		nr_idle;
+	unsigned int		max_workers;
+	bool			spawning;
+	bool			shutdown;
+	bool			dead;
+
+	wait_queue_head_t	wait;
+	refcount_t		refs;
+	pid_t			tgid;
+};
+
+static void aio_pool_put(struct aio_pool *pool)
+{
+	if (refcount_dec_and_test(&pool->refs))
+		kfree(pool);
+}
+
+static int aio_worker(void *data);
+
+/*
+ * Start a worker whose slot the caller reserved (nr_workers, spawning).
+ * Runs in a thread of the owning process, which the worker is cloned from.
+ */
+static int aio_pool_spawn(struct aio_pool *pool)
+{
+	struct task_struct *tsk;
+
+	refcount_inc(&pool->refs);
+	tsk = create_io_thread(aio_worker, pool, NUMA_NO_NODE);
+	if (IS_ERR(tsk)) {
+		spin_lock_irq(&pool->lock);
+		pool->nr_workers--;
+		pool->spawning = false;
+		spin_unlock_irq(&pool->lock);
+		aio_pool_put(pool);
+		return PTR_ERR(tsk);
+	}
+	wake_up_new_task(tsk);
+	return 0;
+}
+
+/* Take the oldest request; reserve a new worker if none would be idle. */
+static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
+					      bool *spawn)
+	__must_hold(&pool->lock)
+{
+	struct aio_offload_work *work;
+
+	work = list_first_entry(&pool->queue, struct aio_offload_work, node);
+	list_del_init(&work->node);
+	pool->nr_idle--;
+	*spawn = !pool->nr_idle && !pool->spawning && !pool->shutdown &&
+		 pool->nr_workers < pool->max_workers;
+	if (*spawn) {
+		pool->spawning = true;
+		pool->nr_workers++;
+	}
+	return work;
+}
+
+static int aio_worker(void *data)
+{
+	struct aio_pool *pool = data;
+	struct aio_offload_work *work, *tmp;
+	char comm[TASK_COMM_LEN];
+	bool timed_out = false;
+	LIST_HEAD(orphans);
+	DEFINE_WAIT(wait);
+
+	snprintf(comm, sizeof(comm), "aio-wrk-%d", pool->tgid);
+	set_task_comm(current, comm);
+
+	spin_lock_irq(&pool->lock);
+	pool->spawning = false;
+	pool->nr_idle++;
+	for (;;) {
+		if (!list_empty(&pool->queue)) {
+			bool spawn;
+
+			work = aio_pool_take(pool, &spawn);
+			spin_unlock_irq(&pool->lock);
+			if (spawn)
+				aio_pool_spawn(pool);
+			work->run(work);
+			cond_resched();
+			timed_out = false;
+			spin_lock_irq(&pool->lock);
+			pool->nr_idle++;
+			continue;
+		}
+		if (pool->shutdown || fatal_signal_pending(current) ||
+		    (timed_out && pool->nr_workers > 1))
+			break;
+		prepare_to_wait_exclusive(&pool->wait, &wait,
+					  TASK_INTERRUPTIBLE);
+		spin_unlock_irq(&pool->lock);
+		timed_out = !schedule_timeout(AIO_WORKER_IDLE_TIMEOUT);
+		finish_wait(&pool->wait, &wait);
+		if (signal_pending(current)) {
+			struct ksignal ksig;
+
+			/* Only a fatal signal makes this return true. */
+			if (get_signal(&ksig)) {
+				spin_lock_irq(&pool->lock);
+				break;
+			}
+		}
+		spin_lock_irq(&pool->lock);
+	}
+	pool->nr_idle--;
+	if (!--pool->nr_workers) {
+		pool->dead = true;
+		list_splice_init(&pool->queue, &orphans);
+	}
+	spin_unlock_irq(&pool->lock);
+
+	list_for_each_entry_safe(work, tmp, &orphans, node) {
+		list_del_init(&work->node);
+		work->cancel(work);
+	}
+	aio_pool_put(pool);
+	do_exit(0);
+}
+
+/**
+ * aio_pool_create - create the workers of an AIO context
+ * @max_workers: how many workers may run at once
+ *
+ * Starts one worker, a thread of the calling process.
+ *
+ * Context: process context, may sleep.
+ * Return: the pool, or NULL if no worker could be started (for instance
+ * at RLIMIT_NPROC); the caller then does without offloading.
+ */
+struct aio_pool *aio_pool_create(unsigned int max_workers)
+{
+	struct aio_pool *pool;
+
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	if (!pool)
+		return NULL;
+	spin_lock_init(&pool->lock);
+	INIT_LIST_HEAD(&pool->queue);
+	init_waitqueue_head(&pool->wait);
+	refcount_set(&pool->refs, 1);
+	pool->max_workers = max(max_workers, 1U);
+	pool->tgid = current->tgid;
+	pool->nr_workers = 1;
+	pool->spawning = true;
+	if (aio_pool_spawn(pool)) {
+		aio_pool_put(pool);
+		return NULL;
+	}
+	return pool;
+}
+
+/**
+ * aio_pool_queue - hand a request to a worker
+ * @pool: the pool
+ * @work: the request
+ *
+ * Context: any, including hard irq; never sleeps.
+ * Return: true if a worker will run or cancel @work, false if the pool
+ * has no worker left (the process is exiting).
+ */
+bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
+{
+	unsigned long flags;
+	bool queued;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	queued = !pool->dead;
+	if (queued)
+		list_add_tail(&work->node, &pool->queue);
+	spin_unlock_irqrestore(&pool->lock, flags);
+	if (queued)
+		wake_up(&pool->wait);
+	return queued;
+}
+
+/**
+ * aio_pool_shutdown - let the workers go once their queue is empty
+ * @pool: the pool
+ *
+ * Queued requests still run: io_destroy() waits for them as it waits for
+ * any other request.  Requests may still be queued until the last worker
+ * has exited.
+ *
+ * Context: process context.
+ */
+void aio_pool_shutdown(struct aio_pool *pool)
+{
+	spin_lock_irq(&pool->lock);
+	pool->shutdown = true;
+	spin_unlock_irq(&pool->lock);
+	wake_up_all(&pool->wait);
+}
+
+/**
+ * aio_pool_release - drop the owner's reference
+ * @pool: the pool, after aio_pool_shutdown() and once nothing can queue
+ *	  to it any more
+ *
+ * Context: any.
+ */
+void aio_pool_release(struct aio_pool *pool)
+{
+	aio_pool_put(pool);
+}
