@@ -21,8 +21,19 @@ ln -sf /proc/self/fd/2 /dev/stderr
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
-mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs tmpfs /run
+# The rig may live under the host's /tmp (a CI clone): keep that visible
+# through the guest's own /tmp.
+top=$(cd "$(dirname "$0")/.." && pwd)
+case $top in /tmp/*)
+	mkdir -p /run/host-tmp
+	mount --bind /tmp /run/host-tmp ;;
+esac
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+case $top in /tmp/*)
+	mkdir -p "$top"
+	mount --bind "/run/host-tmp/${top#/tmp/}" "$top" ;;
+esac
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null

@@ -18,6 +18,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 tarball=${TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+base_commit=32eb4f84201e37117e0d4d905ebaa60eb05be7c0
 tree=$top/build/patched/linux
 stock=$top/build/stock/linux
 # The rig's own files: everything else in the repo is overlay.
@@ -63,6 +64,9 @@ cmd_extract() {
 	g commit -q -m "base: $(basename "$tarball")"
 	g tag base
 	echo "  BASE    $(g rev-parse --short base) ($(make -s -C "$tree" kernelversion))"
+	# Same tarball, same dates, same commit: the patches' base is pinned.
+	[ "$(g rev-parse base)" = "$base_commit" ] ||
+		die "base $(g rev-parse base) is not the pinned $base_commit: $tarball is not linux-source-6.12 6.12.118-1~deb12u1"
 }
 
 # Build the overlay's view of every path it touches in $1: base content
