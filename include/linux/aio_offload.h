@@ -15,6 +15,7 @@ enum aio_punt_reason {
 	AIO_PUNT_EAGAIN,		/* the NOWAIT try said -EAGAIN */
 	AIO_PUNT_EOPNOTSUPP,		/* this path has no NOWAIT */
 	AIO_PUNT_SHORT,			/* the NOWAIT try did part of it */
+	AIO_PUNT_ORDERED,		/* queued behind earlier ones on the file */
 };
 
 /**
@@ -23,11 +24,17 @@ enum aio_punt_reason {
  * @run:	redo the request, allowed to block; called from a worker
  * @cancel:	complete the request without running it; called when the
  *		process is exiting and no worker is left to run it
+ * @key:	requests with the same key (the file) start in the order they
+ *		were queued, and only @shared ones run at the same time;
+ *		NULL: no ordering
+ * @shared:	may run alongside other @shared requests with the same key
  */
 struct aio_offload_work {
 	struct list_head	node;
 	void			(*run)(struct aio_offload_work *work);
 	void			(*cancel)(struct aio_offload_work *work);
+	const void		*key;
+	bool			shared;
 };
 
 #ifdef CONFIG_AIO_OFFLOAD
@@ -35,6 +42,7 @@ struct aio_pool *aio_pool_create(unsigned int max_workers);
 bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_shutdown(struct aio_pool *pool);
 void aio_pool_release(struct aio_pool *pool);
+bool aio_pool_busy(struct aio_pool *pool, const void *key);
 #else
 static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
@@ -53,6 +61,11 @@ static inline void aio_pool_shutdown(struct aio_pool *pool)
 
 static inline void aio_pool_release(struct aio_pool *pool)
 {
+}
+
+static inline bool aio_pool_busy(struct aio_pool *pool, const void *key)
+{
+	return false;
 }
 #endif
 

@@ -16,12 +16,19 @@
  * last idle slot, so that queued work finds an idle worker unless the pool
  * is at its limit, and io_submit() never forks.
  *
+ * Requests on one file are kept in order: a request that stock AIO would
+ * have completed inside io_submit() before the next one started must
+ * not be overtaken by it.  Keys (files) hash into a few buckets, as in
+ * io-wq; a bucket's requests start in queue order, writes alone, reads
+ * together.  A collision only orders more than needed.
+ *
  * Workers share the mm, so exit_aio() (from the last mmput()) cannot run
  * before they are gone.  The last worker to exit cancels what is still
  * queued and marks the pool dead; queueing to a dead pool fails, so no
  * request waits for a worker that will never come.
  */
 #include <linux/aio_offload.h>
+#include <linux/hash.h>
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
@@ -31,6 +38,15 @@
 
 /* An idle worker other than the last one exits after this long. */
 #define AIO_WORKER_IDLE_TIMEOUT	(5 * HZ)
+
+#define AIO_POOL_ORDER_BITS	6
+
+/* Ordered requests of one bucket: queued, and running now. */
+struct aio_pool_order {
+	unsigned int		queued;
+	unsigned int		readers;
+	bool			writer;
+};
 
 /**
  * struct aio_pool - the workers of one AIO context
@@ -46,6 +62,7 @@
  * @wait:	idle workers
  * @refs:	one for the owner, one per worker
  * @tgid:	the owning process, for the workers' names
+ * @order:	ordering state per key bucket, under @lock
  */
 struct aio_pool {
 	spinlock_t		lock;	/* irq-safe: see aio_pool_queue() */
@@ -60,7 +77,14 @@ struct aio_pool {
 	wait_queue_head_t	wait;
 	refcount_t		refs;
 	pid_t			tgid;
+	struct aio_pool_order	order[1 << AIO_POOL_ORDER_BITS];
 };
+
+static struct aio_pool_order *aio_pool_order(struct aio_pool *pool,
+					     const void *key)
+{
+	return &pool->order[hash_ptr(key, AIO_POOL_ORDER_BITS)];
+}
 
 static void aio_pool_put(struct aio_pool *pool)
 {
@@ -92,15 +116,50 @@ static int aio_pool_spawn(struct aio_pool *pool)
 	return 0;
 }
 
-/* Take the oldest request; reserve a new worker if none would be idle. */
+/* May @work start now, given what of its bucket runs? */
+static bool aio_pool_may_start(struct aio_pool_order *o,
+			       struct aio_offload_work *work)
+{
+	return !o->writer && (work->shared || !o->readers);
+}
+
+/*
+ * Take the oldest request that may start, and reserve a new worker if
+ * none would be idle.  A bucket whose oldest queued request must wait
+ * holds back its younger ones too.
+ */
 static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 					      bool *spawn)
 	__must_hold(&pool->lock)
 {
+	u64 blocked = 0;
 	struct aio_offload_work *work;
+	struct aio_pool_order *o = NULL;
 
-	work = list_first_entry(&pool->queue, struct aio_offload_work, node);
+	list_for_each_entry(work, &pool->queue, node) {
+		unsigned int b;
+
+		if (!work->key)
+			goto found;
+		b = hash_ptr(work->key, AIO_POOL_ORDER_BITS);
+		if (blocked & BIT_ULL(b))
+			continue;
+		o = &pool->order[b];
+		if (aio_pool_may_start(o, work))
+			goto found;
+		blocked |= BIT_ULL(b);
+	}
+	return NULL;
+
+found:
 	list_del_init(&work->node);
+	if (work->key) {
+		WRITE_ONCE(o->queued, o->queued - 1);
+		if (work->shared)
+			WRITE_ONCE(o->readers, o->readers + 1);
+		else
+			WRITE_ONCE(o->writer, true);
+	}
 	pool->nr_idle--;
 	*spawn = !pool->nr_idle && !pool->spawning && !pool->shutdown &&
 		 pool->nr_workers < pool->max_workers;
@@ -109,6 +168,14 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 		pool->nr_workers++;
 	}
 	return work;
+}
+
+static void aio_pool_done(struct aio_pool_order *o, bool shared)
+{
+	if (shared)
+		WRITE_ONCE(o->readers, o->readers - 1);
+	else
+		WRITE_ONCE(o->writer, false);
 }
 
 static int aio_worker(void *data)
@@ -127,17 +194,27 @@ static int aio_worker(void *data)
 	pool->spawning = false;
 	pool->nr_idle++;
 	for (;;) {
-		if (!list_empty(&pool->queue)) {
-			bool spawn;
+		bool spawn;
 
-			work = aio_pool_take(pool, &spawn);
+		work = aio_pool_take(pool, &spawn);
+		if (work) {
+			const void *key = work->key;
+			bool shared = work->shared;
+
 			spin_unlock_irq(&pool->lock);
 			if (spawn)
 				aio_pool_spawn(pool);
+			/* @work may be freed once it has run. */
 			work->run(work);
 			cond_resched();
 			timed_out = false;
 			spin_lock_irq(&pool->lock);
+			if (key) {
+				aio_pool_done(aio_pool_order(pool, key), shared);
+				/* Others of its bucket may start now. */
+				if (!list_empty(&pool->queue))
+					wake_up(&pool->wait);
+			}
 			pool->nr_idle++;
 			continue;
 		}
@@ -223,12 +300,38 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 
 	spin_lock_irqsave(&pool->lock, flags);
 	queued = !pool->dead;
-	if (queued)
+	if (queued) {
 		list_add_tail(&work->node, &pool->queue);
+		if (work->key) {
+			struct aio_pool_order *o = aio_pool_order(pool, work->key);
+
+			WRITE_ONCE(o->queued, o->queued + 1);
+		}
+	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (queued)
 		wake_up(&pool->wait);
 	return queued;
+}
+
+/**
+ * aio_pool_busy - are requests with this key queued or running?
+ * @pool: the pool
+ * @key: the key
+ *
+ * A request that must not overtake those should be queued with @key
+ * instead of being tried inline.  Lockless: what the calling thread
+ * queued itself is seen; what others queue at the same time is not
+ * ordered against it anyway.
+ *
+ * Context: any.
+ */
+bool aio_pool_busy(struct aio_pool *pool, const void *key)
+{
+	struct aio_pool_order *o = aio_pool_order(pool, key);
+
+	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
+	       READ_ONCE(o->writer);
 }
 
 /**

@@ -16,6 +16,7 @@ TRACE_DEFINE_ENUM(AIO_PUNT_FROZEN);
 TRACE_DEFINE_ENUM(AIO_PUNT_EAGAIN);
 TRACE_DEFINE_ENUM(AIO_PUNT_EOPNOTSUPP);
 TRACE_DEFINE_ENUM(AIO_PUNT_SHORT);
+TRACE_DEFINE_ENUM(AIO_PUNT_ORDERED);
 
 #define aio_show_reason(r)						\
 	__print_symbolic(r,						\
@@ -25,7 +26,8 @@ TRACE_DEFINE_ENUM(AIO_PUNT_SHORT);
 			 { AIO_PUNT_FROZEN,		"frozen" },		\
 			 { AIO_PUNT_EAGAIN,		"eagain" },		\
 			 { AIO_PUNT_EOPNOTSUPP,		"eopnotsupp" },		\
-			 { AIO_PUNT_SHORT,		"short" })
+			 { AIO_PUNT_SHORT,		"short" },		\
+			 { AIO_PUNT_ORDERED,		"ordered" })
 
 /*
  * Events about one read or write: the file (device and inode), the file
