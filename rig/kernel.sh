@@ -38,7 +38,10 @@ if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
 	# dependency would otherwise silently drop an option.
 	missing=$(grep -E '^CONFIG_' "$frag" | sort -u | while read -r l; do
 		# The stock tree (and early series steps) lack our symbols.
-		[ "$which" != patched ] && [ "${l%%=*}" = CONFIG_AIO_OFFLOAD ] && continue
+		case "$which:${l%%=*}" in
+		patched:*) ;;
+		*:CONFIG_AIO_OFFLOAD|*:CONFIG_CGROUP_AIO) continue ;;
+		esac
 		grep -qxF "$l" "$obj/.config" || echo "$l"
 	done)
 	if [ -n "$missing" ]; then

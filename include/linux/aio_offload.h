@@ -16,14 +16,37 @@ enum aio_punt_reason {
 	AIO_PUNT_EOPNOTSUPP,		/* this path has no NOWAIT */
 	AIO_PUNT_SHORT,			/* the NOWAIT try did part of it */
 	AIO_PUNT_ORDERED,		/* queued behind earlier ones on the file */
+	AIO_PUNT_NR,
 };
+
+/*
+ * What aio.stat counts: one counter per punt reason, then these.  Only
+ * requests tried with our NOWAIT count: user RWF_NOWAIT ones are not ours.
+ */
+enum aio_stat_item {
+	AIO_STAT_INLINE = AIO_PUNT_NR,	/* completed by the NOWAIT try */
+	AIO_STAT_REISSUE,		/* punts made by a NOWAIT bio's completion */
+	AIO_STAT_FSYNC,			/* fsync and fdatasync run by workers */
+	AIO_STAT_CANCELLED,		/* queued requests cancelled by io_cancel() */
+	AIO_STAT_NR,
+};
+
+/* What the aio cgroup controller limits (aio.workers.max, aio.queue.max). */
+enum aio_cgroup_res {
+	AIO_CG_WORKERS,			/* worker threads alive */
+	AIO_CG_REQUESTS,		/* requests admitted, not yet completed */
+	AIO_CG_NR,
+};
+
+struct aio_cgroup;
 
 /**
  * struct aio_offload_work - a request handed to an AIO offload pool
  * @node:	entry in the pool's queue
  * @run:	redo the request, allowed to block; called from a worker
- * @cancel:	complete the request without running it; called when the
- *		process is exiting and no worker is left to run it
+ * @cancel:	complete the request with error @err instead of running it:
+ *		-EINTR when the process is exiting and no worker is left,
+ *		-ECANCELED after aio_pool_cancel()
  * @key:	requests with the same key (the file) start in the order they
  *		were queued, and only @shared ones run at the same time;
  *		NULL: no ordering
@@ -32,7 +55,7 @@ enum aio_punt_reason {
 struct aio_offload_work {
 	struct list_head	node;
 	void			(*run)(struct aio_offload_work *work);
-	void			(*cancel)(struct aio_offload_work *work);
+	void			(*cancel)(struct aio_offload_work *work, int err);
 	const void		*key;
 	bool			shared;
 };
@@ -42,7 +65,8 @@ struct aio_pool *aio_pool_create(unsigned int max_workers);
 bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_shutdown(struct aio_pool *pool);
 void aio_pool_release(struct aio_pool *pool);
-bool aio_pool_busy(struct aio_pool *pool, const void *key);
+bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared);
+bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work);
 #else
 static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
@@ -63,9 +87,49 @@ static inline void aio_pool_release(struct aio_pool *pool)
 {
 }
 
-static inline bool aio_pool_busy(struct aio_pool *pool, const void *key)
+static inline bool aio_pool_busy(struct aio_pool *pool, const void *key,
+				 bool shared)
 {
 	return false;
+}
+
+static inline bool aio_pool_cancel(struct aio_pool *pool,
+				   struct aio_offload_work *work)
+{
+	return false;
+}
+#endif
+
+#ifdef CONFIG_CGROUP_AIO
+struct aio_cgroup *aio_cgroup_get_current(void);
+void aio_cgroup_put(struct aio_cgroup *aiocg);
+int aio_cgroup_try_charge(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
+void aio_cgroup_uncharge(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
+void aio_cgroup_count(struct aio_cgroup *aiocg, unsigned int item);
+#else
+static inline struct aio_cgroup *aio_cgroup_get_current(void)
+{
+	return NULL;
+}
+
+static inline void aio_cgroup_put(struct aio_cgroup *aiocg)
+{
+}
+
+static inline int aio_cgroup_try_charge(struct aio_cgroup *aiocg,
+					enum aio_cgroup_res res)
+{
+	return 0;
+}
+
+static inline void aio_cgroup_uncharge(struct aio_cgroup *aiocg,
+				       enum aio_cgroup_res res)
+{
+}
+
+static inline void aio_cgroup_count(struct aio_cgroup *aiocg,
+				    unsigned int item)
+{
 }
 #endif
 

@@ -26,6 +26,10 @@
  * before they are gone.  The last worker to exit cancels what is still
  * queued and marks the pool dead; queueing to a dead pool fails, so no
  * request waits for a worker that will never come.
+ *
+ * Each worker is charged to the aio cgroup of the thread that created it
+ * (aio.workers.max).  A pool that may not grow runs its queue with the
+ * workers it has; it always has one until it is shut down.
  */
 #include <linux/aio_offload.h>
 #include <linux/hash.h>
@@ -41,9 +45,10 @@
 
 #define AIO_POOL_ORDER_BITS	6
 
-/* Ordered requests of one bucket: queued, and running now. */
+/* Ordered requests of one bucket: queued (writes among them), running. */
 struct aio_pool_order {
 	unsigned int		queued;
+	unsigned int		queued_writers;
 	unsigned int		readers;
 	bool			writer;
 };
@@ -62,6 +67,8 @@ struct aio_pool_order {
  * @wait:	idle workers
  * @refs:	one for the owner, one per worker
  * @tgid:	the owning process, for the workers' names
+ * @spawn_cg:	the cgroup charged for the worker being created; handed to
+ *		it under @lock (one is created at a time)
  * @order:	ordering state per key bucket, under @lock
  */
 struct aio_pool {
@@ -77,6 +84,7 @@ struct aio_pool {
 	wait_queue_head_t	wait;
 	refcount_t		refs;
 	pid_t			tgid;
+	struct aio_cgroup	*spawn_cg;
 	struct aio_pool_order	order[1 << AIO_POOL_ORDER_BITS];
 };
 
@@ -97,23 +105,45 @@ static int aio_worker(void *data);
 /*
  * Start a worker whose slot the caller reserved (nr_workers, spawning).
  * Runs in a thread of the owning process, which the worker is cloned from.
+ * Return: 0, -EDQUOT if the cgroup is at aio.workers.max, or why the
+ * thread could not be created.
  */
 static int aio_pool_spawn(struct aio_pool *pool)
 {
+	struct aio_cgroup *aiocg = aio_cgroup_get_current();
 	struct task_struct *tsk;
+	int err = -EDQUOT;
 
+	if (aio_cgroup_try_charge(aiocg, AIO_CG_WORKERS))
+		goto fail;
+	pool->spawn_cg = aiocg;
 	refcount_inc(&pool->refs);
 	tsk = create_io_thread(aio_worker, pool, NUMA_NO_NODE);
 	if (IS_ERR(tsk)) {
-		spin_lock_irq(&pool->lock);
-		pool->nr_workers--;
-		pool->spawning = false;
-		spin_unlock_irq(&pool->lock);
 		aio_pool_put(pool);
-		return PTR_ERR(tsk);
+		aio_cgroup_uncharge(aiocg, AIO_CG_WORKERS);
+		err = PTR_ERR(tsk);
+		goto fail;
 	}
 	wake_up_new_task(tsk);
 	return 0;
+
+fail:
+	spin_lock_irq(&pool->lock);
+	pool->spawn_cg = NULL;
+	pool->nr_workers--;
+	pool->spawning = false;
+	spin_unlock_irq(&pool->lock);
+	aio_cgroup_put(aiocg);
+	return err;
+}
+
+static void aio_pool_unqueue(struct aio_pool_order *o,
+			     struct aio_offload_work *work)
+{
+	WRITE_ONCE(o->queued, o->queued - 1);
+	if (!work->shared)
+		WRITE_ONCE(o->queued_writers, o->queued_writers - 1);
 }
 
 /* May @work start now, given what of its bucket runs? */
@@ -154,7 +184,7 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 found:
 	list_del_init(&work->node);
 	if (work->key) {
-		WRITE_ONCE(o->queued, o->queued - 1);
+		aio_pool_unqueue(o, work);
 		if (work->shared)
 			WRITE_ONCE(o->readers, o->readers + 1);
 		else
@@ -181,21 +211,29 @@ static void aio_pool_done(struct aio_pool_order *o, bool shared)
 static int aio_worker(void *data)
 {
 	struct aio_pool *pool = data;
-	struct aio_offload_work *work, *tmp;
+	struct aio_offload_work *work;
 	char comm[TASK_COMM_LEN];
+	struct aio_cgroup *aiocg;
 	bool timed_out = false;
-	LIST_HEAD(orphans);
 	DEFINE_WAIT(wait);
 
 	snprintf(comm, sizeof(comm), "aio-wrk-%d", pool->tgid);
 	set_task_comm(current, comm);
 
 	spin_lock_irq(&pool->lock);
+	aiocg = pool->spawn_cg;
+	pool->spawn_cg = NULL;
 	pool->spawning = false;
 	pool->nr_idle++;
 	for (;;) {
 		bool spawn;
 
+		/*
+		 * The process is exiting: what has not started is
+		 * cancelled (by the last worker), not run.
+		 */
+		if (fatal_signal_pending(current))
+			break;
 		work = aio_pool_take(pool, &spawn);
 		if (work) {
 			const void *key = work->key;
@@ -218,8 +256,7 @@ static int aio_worker(void *data)
 			pool->nr_idle++;
 			continue;
 		}
-		if (pool->shutdown || fatal_signal_pending(current) ||
-		    (timed_out && pool->nr_workers > 1))
+		if (pool->shutdown || (timed_out && pool->nr_workers > 1))
 			break;
 		prepare_to_wait_exclusive(&pool->wait, &wait,
 					  TASK_INTERRUPTIBLE);
@@ -240,14 +277,23 @@ static int aio_worker(void *data)
 	pool->nr_idle--;
 	if (!--pool->nr_workers) {
 		pool->dead = true;
-		list_splice_init(&pool->queue, &orphans);
+		/*
+		 * One at a time under the lock: aio_pool_cancel() may be
+		 * taking them off the queue at the same time.
+		 */
+		while (!list_empty(&pool->queue)) {
+			work = list_first_entry(&pool->queue,
+						struct aio_offload_work, node);
+			list_del_init(&work->node);
+			spin_unlock_irq(&pool->lock);
+			work->cancel(work, -EINTR);
+			spin_lock_irq(&pool->lock);
+		}
 	}
 	spin_unlock_irq(&pool->lock);
 
-	list_for_each_entry_safe(work, tmp, &orphans, node) {
-		list_del_init(&work->node);
-		work->cancel(work);
-	}
+	aio_cgroup_uncharge(aiocg, AIO_CG_WORKERS);
+	aio_cgroup_put(aiocg);
 	aio_pool_put(pool);
 	do_exit(0);
 }
@@ -256,19 +302,22 @@ static int aio_worker(void *data)
  * aio_pool_create - create the workers of an AIO context
  * @max_workers: how many workers may run at once
  *
- * Starts one worker, a thread of the calling process.
+ * Starts one worker, a thread of the calling process, charged to its
+ * aio cgroup.
  *
  * Context: process context, may sleep.
- * Return: the pool, or NULL if no worker could be started (for instance
- * at RLIMIT_NPROC); the caller then does without offloading.
+ * Return: the pool; ERR_PTR(-EDQUOT) if the cgroup is at aio.workers.max;
+ * another ERR_PTR if no worker could be started (for instance at
+ * RLIMIT_NPROC).
  */
 struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
 	struct aio_pool *pool;
+	int err;
 
 	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
 	if (!pool)
-		return NULL;
+		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&pool->lock);
 	INIT_LIST_HEAD(&pool->queue);
 	init_waitqueue_head(&pool->wait);
@@ -277,9 +326,10 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
 	pool->tgid = current->tgid;
 	pool->nr_workers = 1;
 	pool->spawning = true;
-	if (aio_pool_spawn(pool)) {
+	err = aio_pool_spawn(pool);
+	if (err) {
 		aio_pool_put(pool);
-		return NULL;
+		return ERR_PTR(err);
 	}
 	return pool;
 }
@@ -306,6 +356,9 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 			struct aio_pool_order *o = aio_pool_order(pool, work->key);
 
 			WRITE_ONCE(o->queued, o->queued + 1);
+			if (!work->shared)
+				WRITE_ONCE(o->queued_writers,
+					   o->queued_writers + 1);
 		}
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
@@ -315,23 +368,58 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 }
 
 /**
- * aio_pool_busy - are requests with this key queued or running?
+ * aio_pool_busy - would a request with this key overtake queued ones?
  * @pool: the pool
  * @key: the key
+ * @shared: the request could run alongside other @shared ones
  *
- * A request that must not overtake those should be queued with @key
- * instead of being tried inline.  Lockless: what the calling thread
- * queued itself is seen; what others queue at the same time is not
- * ordered against it anyway.
+ * True if requests with @key that the new one must not overtake are
+ * queued or running: any, for an exclusive request; exclusive ones, for
+ * a shared one (reads may pass reads).  Such a request should be queued
+ * with @key instead of being tried inline.  Lockless: what the calling
+ * thread queued itself is seen; what others queue at the same time is
+ * not ordered against it anyway.
  *
  * Context: any.
  */
-bool aio_pool_busy(struct aio_pool *pool, const void *key)
+bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 {
 	struct aio_pool_order *o = aio_pool_order(pool, key);
 
+	if (shared)
+		return READ_ONCE(o->queued_writers) || READ_ONCE(o->writer);
 	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
 	       READ_ONCE(o->writer);
+}
+
+/**
+ * aio_pool_cancel - take a request off the queue before a worker starts it
+ * @pool: the pool
+ * @work: a request queued with aio_pool_queue()
+ *
+ * The caller then owns @work and completes it (@work->cancel).
+ *
+ * Context: any; never sleeps.
+ * Return: true if @work was taken off the queue, false if a worker has
+ * already started (or cancelled) it.
+ */
+bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
+{
+	unsigned long flags;
+	bool queued;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	queued = !list_empty(&work->node);
+	if (queued) {
+		list_del_init(&work->node);
+		if (work->key)
+			aio_pool_unqueue(aio_pool_order(pool, work->key), work);
+	}
+	spin_unlock_irqrestore(&pool->lock, flags);
+	/* Requests it held back may be able to start now. */
+	if (queued)
+		wake_up(&pool->wait);
+	return queued;
 }
 
 /**

@@ -101,6 +101,25 @@ TRACE_EVENT(aio_rw_punt,
 		      aio_show_reason(__entry->reason), __entry->done)
 );
 
+/**
+ * aio_queue_full - io_submit() stops: the cgroup is at aio.queue.max
+ * @file:	the file of the request not submitted
+ * @res:	enum aio_cgroup_res of the limit
+ */
+TRACE_EVENT(aio_queue_full,
+	    TP_PROTO(struct file *file, int res),
+	    TP_ARGS(file, res),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(unsigned long, ino)
+			     __field(int, res)),
+	    TP_fast_assign(__entry->dev = file_inode(file)->i_sb->s_dev;
+			   __entry->ino = file_inode(file)->i_ino;
+			   __entry->res = res;),
+	    TP_printk("dev %d:%d ino %lu res %d",
+		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->ino,
+		      __entry->res)
+);
+
 #endif /* _TRACE_AIO_H */
 
 /* This part must be outside protection */

@@ -34,6 +34,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -82,6 +84,9 @@
 #define FROZEN_NR	64
 #define EXIT_NR		200
 #define DESTROY_NR	32
+/* cancel_queued: iocb 0 is started (blocked), CANCEL_VICTIM is queued */
+#define CANCEL_NR	4
+#define CANCEL_VICTIM	2
 #define MAX_IOCBS	EXIT_NR
 
 /* vectored: three segments, apart in memory, one range in the file */
@@ -520,6 +525,26 @@ static void new_ctx(struct __test_metadata *_metadata, aio_context_t *ctx,
 		TH_LOG("io_setup: %s", strerror(errno));
 }
 
+/*
+ * One async O_DIRECT read of block 0 of st->fd, from a context of its own:
+ * the first on a superblock creates its DIO completion workqueue, which
+ * only first_odirect_on_mount is about.
+ */
+static void dio_warm_up(struct __test_metadata *_metadata,
+			struct offload_state *st)
+{
+	struct iocb cb, *list[1] = { &cb };
+	aio_context_t ctx = 0;
+	struct io_event ev;
+
+	new_ctx(_metadata, &ctx, 4);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, st->fd, st->rbuf, BLK, 0, 0);
+	EXPECT_EQ(1, sys_io_submit(ctx, 1, list));
+	EXPECT_EQ(1, aio_reap(ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC));
+	EXPECT_EQ(BLK, ev.res);
+	ASSERT_EQ(0, sys_io_destroy(ctx));
+}
+
 static void thaw(struct __test_metadata *_metadata,
 		 struct offload_state *st)
 {
@@ -583,6 +608,39 @@ static void verify_file(struct __test_metadata *_metadata,
 			TH_LOG("block %zu (pattern %s): bad byte at %zd", blk,
 			       want_b ? "B" : "A", bad);
 	}
+}
+
+/*
+ * How many of the blocks flagged in is_b hold pattern b (the others of
+ * them must hold pattern a: a write lands wholly or not at all); every
+ * other block of the first len bytes of st->path must hold pattern a.
+ */
+static int count_landed(struct __test_metadata *_metadata,
+			struct offload_state *st, size_t len, uint64_t a,
+			uint64_t b, const bool *is_b)
+{
+	size_t blk;
+	int nr = 0;
+	int fd;
+
+	fd = open(st->path, O_RDONLY | O_DIRECT);
+	EXPECT_LE(0, fd) TH_LOG("open %s: %s", st->path, strerror(errno));
+	if (fd < 0)
+		return -1;
+	memset(st->rbuf, POISON, len);
+	EXPECT_EQ((ssize_t)len, pread(fd, st->rbuf, len, 0));
+	close(fd);
+	for (blk = 0; blk < len / BLK; blk++) {
+		const char *p = st->rbuf + blk * BLK;
+
+		if (is_b[blk] && aio_verify_pattern(p, BLK, b, blk * BLK) == -1) {
+			nr++;
+			continue;
+		}
+		EXPECT_EQ(-1, aio_verify_pattern(p, BLK, a, blk * BLK))
+			TH_LOG("block %zu is neither old nor new data", blk);
+	}
+	return nr;
 }
 
 /*
@@ -920,10 +978,7 @@ TEST_F_TIMEOUT(offload, short_read_at_eof, AIO_DEV_TEST_TIMEOUT)
 
 	seed = aio_new_seed();
 	make_file(_metadata, st, "dio-eof", DIO_EOF_LEN, O_DIRECT, seed);
-	/* Not the mount's first O_DIRECT AIO: see first_odirect_on_mount. */
-	aio_prep_rw(cb, IOCB_CMD_PREAD, st->fd, st->rbuf, BLK, 0, 0);
-	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, st->list));
-	reap_all(_metadata, st, st->ctx, 1, BLK);
+	dio_warm_up(_metadata, st);
 	memset(st->rbuf, POISON, DIO_EOF_READ);
 	aio_prep_rw(cb, IOCB_CMD_PREAD, st->fd, st->rbuf, DIO_EOF_READ,
 		    DIO_EOF_OFF, 0);
@@ -1137,6 +1192,10 @@ static void punt_and_exit(int fd, char *buf, int wfd, bool wait_kill)
  * filesystem: it cannot be reaped before the thaw, since its workers are
  * still in the writes, and after the thaw it goes away with the status of
  * its own exit.  Every block is then wholly old or wholly new.
+ *
+ * Requests a worker had not started when the process exited complete with
+ * -EINTR instead of running.  Each worker holds at most one started
+ * request, so at most MAX_WORKERS of the EXIT_NR writes may land.
  */
 static void exit_with_punted(struct __test_metadata *_metadata,
 			     struct offload_state *st, bool kill_it)
@@ -1161,6 +1220,7 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 	a = aio_new_seed();
 	b = aio_new_seed();
 	make_file(_metadata, st, "exit", FILE_LEN, O_DIRECT, a);
+	dio_warm_up(_metadata, st);
 	aio_fill_pattern(st->wbuf, EXIT_NR * BLK, b, 0);
 	ASSERT_EQ(0, pipe(pipefd));
 
@@ -1241,6 +1301,8 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 			TH_LOG("block %d is neither old nor new data", blk);
 	}
 	TH_LOG("%d of %d writes landed", nr_b, EXIT_NR);
+	EXPECT_GE(MAX_WORKERS, nr_b)
+		TH_LOG("writes not started before the exit ran after it");
 }
 
 TEST_F_TIMEOUT(offload, exit_with_punted, AIO_DEV_TEST_TIMEOUT)
@@ -1254,9 +1316,11 @@ TEST_F_TIMEOUT(offload, kill_with_punted, AIO_DEV_TEST_TIMEOUT)
 }
 
 /*
- * io_destroy() waits for punted requests as for any other: it cannot
- * return while they are held by a frozen filesystem, and they run (the
- * data is on disk) once it is thawed.
+ * io_destroy() cancels punted requests no worker has started and waits for
+ * the started ones as for any other request: it cannot return while one
+ * is held by a frozen filesystem.  Writes to one file start one at a time,
+ * so of the DESTROY_NR writes one has started (and lands after the thaw)
+ * and the others are cancelled; every block is wholly old or wholly new.
  */
 TEST_F_TIMEOUT(offload, destroy_with_punted, AIO_DEV_TEST_TIMEOUT)
 {
@@ -1268,7 +1332,7 @@ TEST_F_TIMEOUT(offload, destroy_with_punted, AIO_DEV_TEST_TIMEOUT)
 	const char *skip;
 	uint64_t a, b;
 	off_t off;
-	int i, err;
+	int i, err, nr_b;
 
 	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
 	if (skip)
@@ -1319,6 +1383,94 @@ TEST_F_TIMEOUT(offload, destroy_with_punted, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_FALSE(returned_frozen);
 	EXPECT_TRUE(seen_blocked);
 	EXPECT_EQ(0, c->ret) TH_LOG("io_destroy: %s", strerror(c->err));
+	nr_b = count_landed(_metadata, st, FILE_LEN, a, b, is_b);
+	TH_LOG("%d of %d writes landed", nr_b, DESTROY_NR);
+	EXPECT_EQ(1, nr_b);
+}
+
+/*
+ * io_cancel() of a punted request that no worker has started: it returns
+ * EINPROGRESS and the request completes at once with -ECANCELED, without
+ * running (its data never lands), while the one a worker runs (held by
+ * the frozen filesystem) cannot be cancelled (EAGAIN) and completes
+ * normally after the thaw.  The order of the others is kept.
+ */
+TEST_F_TIMEOUT(offload, cancel_queued, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	bool is_b[FILE_LEN / BLK] = { false };
+	int i, err_run, err_queued, err_again;
+	long ret, nvcsw, r_run, r_queued, r_again, early;
+	struct timespec ts = { AIO_REAP_TIMEOUT_SEC, 0 };
+	struct io_event cancelled;
+	bool blocked;
+	const char *skip;
+	uint64_t a, b;
+	off_t off;
+
+	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	a = aio_new_seed();
+	b = aio_new_seed();
+	make_file(_metadata, st, "cancel", FILE_LEN, O_DIRECT, a);
+	dio_warm_up(_metadata, st);
+	new_ctx(_metadata, &st->ctx, 2 * CANCEL_NR);
+	for (i = 0; i < CANCEL_NR; i++) {
+		off = (off_t)(2 * i + 1) * BLK;
+		aio_fill_pattern(st->wbuf + off, BLK, b, off);
+		is_b[off / BLK] = i != CANCEL_VICTIM;
+		aio_prep_rw(&st->cb[i], IOCB_CMD_PWRITE, st->fd,
+			    st->wbuf + off, BLK, off, i);
+		st->list[i] = &st->cb[i];
+	}
+
+	ASSERT_EQ(0, aio_fs_freeze(st->mnt));
+	st->frozen = true;
+	/* No ASSERT until thawed: see offload_off_is_stock. */
+	ret = aio_submit_nvcsw(st->ctx, CANCEL_NR, st->list, &nvcsw);
+	blocked = wait_worker_blocked();
+	errno = 0;
+	r_queued = sys_io_cancel(st->ctx, &st->cb[CANCEL_VICTIM], &cancelled);
+	err_queued = errno;
+	errno = 0;
+	r_again = sys_io_cancel(st->ctx, &st->cb[CANCEL_VICTIM], &cancelled);
+	err_again = errno;
+	errno = 0;
+	r_run = sys_io_cancel(st->ctx, &st->cb[0], &cancelled);
+	err_run = errno;
+	/* The cancelled request's event comes while the fs is still frozen. */
+	early = sys_io_getevents(st->ctx, 1, 1, &cancelled, &ts);
+	thaw(_metadata, st);
+
+	ASSERT_EQ(CANCEL_NR, ret) TH_LOG("io_submit: %s", strerror(errno));
+	EXPECT_EQ(0, nvcsw);
+	EXPECT_TRUE(blocked);
+	EXPECT_EQ(-1, r_queued);
+	EXPECT_EQ(EINPROGRESS, err_queued) TH_LOG("%s", strerror(err_queued));
+	/* Off the list: the second io_cancel() no longer finds it. */
+	EXPECT_EQ(-1, r_again);
+	EXPECT_EQ(EINVAL, err_again) TH_LOG("%s", strerror(err_again));
+	EXPECT_EQ(-1, r_run);
+	EXPECT_EQ(EAGAIN, err_run) TH_LOG("%s", strerror(err_run));
+	ASSERT_EQ(1, early);
+	EXPECT_EQ((uint64_t)CANCEL_VICTIM, cancelled.data);
+	EXPECT_EQ((uintptr_t)&st->cb[CANCEL_VICTIM], cancelled.obj);
+	EXPECT_EQ(-ECANCELED, cancelled.res);
+
+	ASSERT_EQ(CANCEL_NR - 1,
+		  aio_reap(st->ctx, st->ev, CANCEL_NR - 1, AIO_REAP_TIMEOUT_SEC));
+	for (i = 0; i < CANCEL_NR - 1; i++) {
+		EXPECT_NE((uint64_t)CANCEL_VICTIM, st->ev[i].data);
+		EXPECT_EQ(BLK, st->ev[i].res)
+			TH_LOG("iocb %llu: res %lld",
+			       (unsigned long long)st->ev[i].data,
+			       (long long)st->ev[i].res);
+	}
 	verify_file(_metadata, st, FILE_LEN, a, b, is_b);
 }
 
@@ -1523,6 +1675,188 @@ TEST_F_TIMEOUT(offload, raw_dev_burst, AIO_DEV_TEST_TIMEOUT)
 		bad = aio_verify_pattern(st->rbuf + i * BLK, BLK, seed, off);
 		EXPECT_EQ(-1, bad) TH_LOG("block %u: bad byte at %zd", blk[i],
 					  bad);
+	}
+}
+
+/*
+ * A punted write past RLIMIT_FSIZE fails with -EFBIG and raises SIGXFSZ on
+ * the submitting thread, as the same write inline would: the worker, which
+ * blocks signals, must not swallow it.  The write within the limit lands.
+ */
+TEST_F_TIMEOUT(offload, rlimit_fsize, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	struct timespec zero = { 0, 0 };
+	struct rlimit old, lim;
+	sigset_t xfsz, pending;
+	bool early_sig;
+	long ret, nvcsw;
+	const char *skip;
+	uint64_t a, b;
+	struct stat sb;
+	ssize_t bad;
+	int sig;
+
+	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	a = aio_new_seed();
+	b = aio_new_seed();
+	make_file(_metadata, st, "fsize", FILE_LEN, O_DIRECT, a);
+	dio_warm_up(_metadata, st);
+	new_ctx(_metadata, &st->ctx, 4);
+	aio_fill_pattern(st->wbuf, BLK, b, 0);
+	aio_fill_pattern(st->wbuf + BLK, BLK, b, FILE_LEN);
+	aio_prep_rw(&st->cb[0], IOCB_CMD_PWRITE, st->fd, st->wbuf, BLK, 0, 0);
+	aio_prep_rw(&st->cb[1], IOCB_CMD_PWRITE, st->fd, st->wbuf + BLK, BLK,
+		    FILE_LEN, 1);
+	st->list[0] = &st->cb[0];
+	st->list[1] = &st->cb[1];
+
+	/* Kept pending, so that it can be looked for afterwards. */
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &xfsz, NULL));
+	ASSERT_EQ(0, getrlimit(RLIMIT_FSIZE, &old));
+	lim = old;
+	lim.rlim_cur = FILE_LEN;
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
+
+	ASSERT_EQ(0, aio_fs_freeze(st->mnt));
+	st->frozen = true;
+	/* No ASSERT until thawed: see offload_off_is_stock. */
+	ret = aio_submit_nvcsw(st->ctx, 2, st->list, &nvcsw);
+	sigpending(&pending);
+	early_sig = sigismember(&pending, SIGXFSZ);
+	thaw(_metadata, st);
+
+	ASSERT_EQ(2, ret) TH_LOG("io_submit: %s", strerror(errno));
+	EXPECT_EQ(0, nvcsw);
+	EXPECT_FALSE(early_sig);
+	ASSERT_EQ(2, aio_reap(st->ctx, st->ev, 2, AIO_REAP_TIMEOUT_SEC));
+	for (ret = 0; ret < 2; ret++)
+		EXPECT_EQ(st->ev[ret].data ? -EFBIG : BLK, st->ev[ret].res)
+			TH_LOG("iocb %llu: res %lld",
+			       (unsigned long long)st->ev[ret].data,
+			       (long long)st->ev[ret].res);
+	sig = sigtimedwait(&xfsz, NULL, &zero);
+	EXPECT_EQ(SIGXFSZ, sig) TH_LOG("no SIGXFSZ: %s", strerror(errno));
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
+
+	ASSERT_EQ(0, fstat(st->fd, &sb));
+	EXPECT_EQ(FILE_LEN, sb.st_size);
+	memset(st->rbuf, POISON, BLK);
+	ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, 0));
+	bad = aio_verify_pattern(st->rbuf, BLK, b, 0);
+	EXPECT_EQ(-1, bad) TH_LOG("block 0: bad byte at %zd", bad);
+}
+
+/*
+ * Child of suid_stripped: io_setup() as root (so the worker threads are
+ * root's), then maybe drop to nobody in this thread only, and submit one
+ * write of the frozen file.  Reports the io_submit() and its event.
+ */
+static void suid_child(int fd, char *buf, int wfd, bool drop)
+{
+	struct iocb cb, *list[1] = { &cb };
+	struct child_report rep[2] = { 0 };
+	aio_context_t ctx = 0;
+	struct io_event ev;
+
+	if (sys_io_setup(4, &ctx))
+		_exit(10);
+	if (drop && (syscall(SYS_setresgid, 65534, 65534, 65534) ||
+		     syscall(SYS_setresuid, 65534, 65534, 65534)))
+		_exit(11);
+	aio_prep_rw(&cb, IOCB_CMD_PWRITE, fd, buf, BLK, 0, 0);
+	rep[0].ret = aio_submit_nvcsw(ctx, 1, list, &rep[0].nvcsw);
+	rep[0].err = errno;
+	if (write(wfd, &rep[0], sizeof(rep[0])) != sizeof(rep[0]))
+		_exit(12);
+	rep[1].ret = aio_reap(ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC);
+	rep[1].nvcsw = rep[1].ret == 1 ? ev.res : 0;
+	if (write(wfd, &rep[1], sizeof(rep[1])) != sizeof(rep[1]))
+		_exit(13);
+	_exit(0);
+}
+
+/*
+ * A write drops the file's set-user-ID and set-group-ID bits unless the
+ * writer may keep them (CAP_FSETID): the submitter's credentials decide,
+ * not the worker's, which were root's.  An unprivileged submitter's punted
+ * write strips them; a root submitter's keeps them (the control).
+ */
+TEST_F_TIMEOUT(offload, suid_stripped, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	struct child_report rep[2];
+	int pipefd[2], status, drop;
+	const char *skip;
+	pid_t pid;
+	uint64_t a, b;
+	struct stat sb;
+	ssize_t bad;
+
+	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	for (drop = 1; drop >= 0; drop--) {
+		a = aio_new_seed();
+		b = aio_new_seed();
+		make_file(_metadata, st, drop ? "suid-nobody" : "suid-root",
+			  FILE_LEN, O_DIRECT, a);
+		dio_warm_up(_metadata, st);
+		ASSERT_EQ(0, fchmod(st->fd, 06777));
+		aio_fill_pattern(st->wbuf, BLK, b, 0);
+		ASSERT_EQ(0, pipe(pipefd));
+
+		ASSERT_EQ(0, aio_fs_freeze(st->mnt));
+		st->frozen = true;
+		/* Not st->child in the child: the fixture is shared memory. */
+		pid = fork();
+		if (!pid) {
+			close(pipefd[0]);
+			suid_child(st->fd, st->wbuf, pipefd[1], drop);
+		}
+		st->child = pid;
+		close(pipefd[1]);
+		memset(rep, 0, sizeof(rep));
+		/* No ASSERT until thawed: see offload_off_is_stock. */
+		bad = st->child > 0 ?
+		      read(pipefd[0], &rep[0], sizeof(rep[0])) : -1;
+		thaw(_metadata, st);
+		ASSERT_LT(0, st->child);
+		ASSERT_EQ((ssize_t)sizeof(rep[0]), bad);
+		ASSERT_EQ((ssize_t)sizeof(rep[1]),
+			  read(pipefd[0], &rep[1], sizeof(rep[1])));
+		close(pipefd[0]);
+		ASSERT_EQ(st->child, waitpid(st->child, &status, 0));
+		st->child = 0;
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("child status %#x", status);
+
+		EXPECT_EQ(1, rep[0].ret) TH_LOG("io_submit: %s",
+						strerror(rep[0].err));
+		EXPECT_EQ(0, rep[0].nvcsw);
+		EXPECT_EQ(1, rep[1].ret);
+		/* The event's res, in the nvcsw slot. */
+		EXPECT_EQ(BLK, rep[1].nvcsw);
+		ASSERT_EQ(0, fstat(st->fd, &sb));
+		TH_LOG("%s submitter: mode %04o after the write",
+		       drop ? "unprivileged" : "root", sb.st_mode & 07777);
+		EXPECT_EQ(drop ? 0u : 06000u, sb.st_mode & 06000);
+		memset(st->rbuf, POISON, BLK);
+		ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, 0));
+		bad = aio_verify_pattern(st->rbuf, BLK, b, 0);
+		EXPECT_EQ(-1, bad) TH_LOG("block 0: bad byte at %zd", bad);
 	}
 }
 
