@@ -8,10 +8,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 .PHONY: help deps tree kernel kernel-stock refresh patch-check vm vm-stock \
-	check demo series checkpatch series-check clean
+	check demo overhead series checkpatch series-check clean
 
 help:
 	@echo "make demo          boot the patched kernel, run the fio libaio demo"
+	@echo "make overhead      offload 0 vs 1 where nothing blocks: IOPS, CPU per I/O"
 	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
 	@echo "make kernel        build the patched kernel (build/patched/obj)"
 	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
@@ -53,6 +54,9 @@ check: kernel
 
 demo: kernel
 	@rig/demo.sh
+
+overhead: kernel
+	@rig/overhead.sh
 
 series: deps tree
 	@rig/series.sh export

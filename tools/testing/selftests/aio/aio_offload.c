@@ -1157,7 +1157,10 @@ TEST_F_TIMEOUT(offload, frozen_many, AIO_DEV_TEST_TIMEOUT)
  * Child of exit_with_punted: EXIT_NR O_DIRECT writes of the (frozen) file
  * in one io_submit(), the result to wfd, then _exit() or wait for SIGKILL.
  */
-static void punt_and_exit(int fd, char *buf, int wfd, bool wait_kill)
+/* How the child of exit_with_punted leaves. */
+enum leave { LEAVE_EXIT, LEAVE_KILLED, LEAVE_EXEC };
+
+static void punt_and_exit(int fd, char *buf, int wfd, enum leave how)
 {
 	static struct iocb cb[EXIT_NR];
 	static struct iocb *list[EXIT_NR];
@@ -1180,10 +1183,14 @@ static void punt_and_exit(int fd, char *buf, int wfd, bool wait_kill)
 	rep.err = errno;
 	if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
 		_exit(2);
-	if (wait_kill)
+	if (how == LEAVE_KILLED)
 		for (;;)
 			pause();
 	/* With the writes still queued or blocked in the workers. */
+	if (how == LEAVE_EXEC) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(3);
+	}
 	_exit(0);
 }
 
@@ -1196,13 +1203,18 @@ static void punt_and_exit(int fd, char *buf, int wfd, bool wait_kill)
  * Requests a worker had not started when the process exited complete with
  * -EINTR instead of running.  Each worker holds at most one started
  * request, so at most MAX_WORKERS of the EXIT_NR writes may land.
+ *
+ * An execve() is the same exit for the old image: it waits (in D, killable)
+ * until the workers, which share the old mm and files, are gone, and then
+ * runs the new program.
  */
 static void exit_with_punted(struct __test_metadata *_metadata,
-			     struct offload_state *st, bool kill_it)
+			     struct offload_state *st, enum leave how)
 {
+	bool kill_it = how == LEAVE_KILLED;
 	struct child_report rep = { -1, 0, -1 };
 	struct pollfd pfd;
-	int pipefd[2], polls, status = 0, workers = -1, d = 0, nr_b = 0;
+	int pipefd[2], polls, status = 0, workers = -1, d = 0, nr_b = 0, i;
 	bool got_report = false, zombie = false;
 	pid_t pid, reaped_early = -1;
 	const char *skip;
@@ -1231,7 +1243,7 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 	pid = fork();
 	if (pid == 0) {
 		close(pipefd[0]);
-		punt_and_exit(st->fd, st->wbuf, pipefd[1], kill_it);
+		punt_and_exit(st->fd, st->wbuf, pipefd[1], how);
 	}
 	close(pipefd[1]);
 	if (pid < 0) {
@@ -1251,9 +1263,19 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 	close(pipefd[0]);
 	if (got_report && kill_it)
 		kill(st->child, SIGKILL);
-	/* Its main thread goes, the workers stay in the frozen writes. */
-	for (polls = 0; got_report && polls < MAX_POLLS; polls++) {
-		if (proc_state(st->child) == 'Z') {
+	/*
+	 * Its main thread goes (or, in execve(), waits for the workers),
+	 * the workers stay in the frozen writes.
+	 */
+	for (polls = 0, i = 0; got_report && polls < MAX_POLLS; polls++) {
+		char state = proc_state(st->child);
+
+		if (how != LEAVE_EXEC && state == 'Z') {
+			zombie = true;
+			break;
+		}
+		i = state == 'D' ? i + 1 : 0;
+		if (how == LEAVE_EXEC && i >= D_STREAK) {
 			zombie = true;
 			break;
 		}
@@ -1264,15 +1286,21 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 		workers = count_workers(st->child, &d);
 	}
 	thaw(_metadata, st);
+	if (how == LEAVE_EXEC)
+		TH_LOG("execve() waited for the workers: %s",
+		       zombie ? "yes" : "no");
 
 	ASSERT_TRUE(got_report) TH_LOG("no io_submit result from the child");
 	ASSERT_EQ(EXIT_NR, rep.ret) TH_LOG("child io_submit: %s",
 					   strerror(rep.err));
 	EXPECT_EQ(0, rep.nvcsw);
-	ASSERT_TRUE(zombie) TH_LOG("child's main thread never exited");
+	ASSERT_TRUE(zombie) TH_LOG("child's main thread never %s",
+				   how == LEAVE_EXEC ? "waited in execve()" :
+				   "exited");
 	EXPECT_EQ(0, reaped_early);
-	TH_LOG("child %sed with %d workers left, %d in D",
-	       kill_it ? "was kill" : "exit", workers, d);
+	TH_LOG("child %s with %d workers left, %d in D",
+	       how == LEAVE_EXEC ? "in execve()" :
+	       kill_it ? "was killed" : "exited", workers, d);
 	EXPECT_LE(1, workers);
 	EXPECT_GE(MAX_WORKERS, workers);
 
@@ -1307,12 +1335,17 @@ static void exit_with_punted(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(offload, exit_with_punted, AIO_DEV_TEST_TIMEOUT)
 {
-	exit_with_punted(_metadata, &self->st, false);
+	exit_with_punted(_metadata, &self->st, LEAVE_EXIT);
+}
+
+TEST_F_TIMEOUT(offload, exec_with_punted, AIO_DEV_TEST_TIMEOUT)
+{
+	exit_with_punted(_metadata, &self->st, LEAVE_EXEC);
 }
 
 TEST_F_TIMEOUT(offload, kill_with_punted, AIO_DEV_TEST_TIMEOUT)
 {
-	exit_with_punted(_metadata, &self->st, true);
+	exit_with_punted(_metadata, &self->st, LEAVE_KILLED);
 }
 
 /*
