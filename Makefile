@@ -8,11 +8,12 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 .PHONY: help deps tree kernel kernel-stock refresh patch-check vm vm-stock \
-	check demo overhead series checkpatch series-check clean
+	check demo overhead bench series checkpatch series-check clean
 
 help:
 	@echo "make demo          boot the patched kernel, run the fio libaio demo"
 	@echo "make overhead      offload 0 vs 1 where nothing blocks: IOPS, CPU per I/O"
+	@echo "make bench         stock vs patched vs io_uring, scenarios S1-S7 (QUICK=1: short)"
 	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
 	@echo "make kernel        build the patched kernel (build/patched/obj)"
 	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
@@ -57,6 +58,9 @@ demo: kernel
 
 overhead: kernel
 	@rig/overhead.sh
+
+bench: kernel kernel-stock
+	@rig/bench.sh
 
 series: deps tree
 	@rig/series.sh export

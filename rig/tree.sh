@@ -22,7 +22,7 @@ base_commit=32eb4f84201e37117e0d4d905ebaa60eb05be7c0
 tree=$top/build/patched/linux
 stock=$top/build/stock/linux
 # The rig's own files: everything else in the repo is overlay.
-rig_paths=(Makefile README.md .gitignore .ci rig build .git)
+rig_paths=(Makefile README.md .gitignore .ci rig bench build .git)
 
 # Fixed identity and dates so the base commit is the same everywhere.
 export GIT_AUTHOR_NAME=aio-rig GIT_AUTHOR_EMAIL=aio-rig@localhost

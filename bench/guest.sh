@@ -1,0 +1,138 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# guest.sh: one round of the benchmark inside the rig's guest (run by
+# rig/bench.sh through rig/vm.sh).  For every scenario: set it up, then
+# run fio once per mode (stock kernel: "stock"; patched: fs.aio-offload
+# "off" and "on") with libaio, and once with io_uring.  Results go to
+# $OUT/<scenario>-<mode>-<engine>.{json,cpu,vcsw}.
+#
+# Environment: BENCH_DIR (this directory), OUT, RUNTIME (s), SCENARIOS,
+# ROUND ("i/n", for the progress lines), SHIM (the LD_PRELOAD .so).
+set -uo pipefail
+
+dir=${BENCH_DIR:?}
+out=${OUT:?}
+rt=${RUNTIME:-5}
+mkdir -p "$out"
+knob=/proc/sys/fs/aio-offload
+if [ -f $knob ]; then modes="off on"; else modes=stock; fi
+mnt=/tmp/bench-mnt
+mkdir -p $mnt
+
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+
+# fio_run NAME ENGINE MODE [fio args...]: one measured fio run.
+fio_run() {
+	local name=$1 eng=$2 mode=$3 b0 b1 f
+	shift 3
+	f=$out/$name-$mode-$eng
+	# A scenario run twice in a round (S1n, first and last) keeps both.
+	[ -e "$f.json" ] && f=$f-2
+	case $mode in off) echo 0 >$knob ;; on) echo 1 >$knob ;; esac
+	echo "bench: round $ROUND $(uname -r) $name $mode $eng"
+	rm -f "$f.vcsw"
+	b0=$(busy)
+	VCSW_OUT=$f.vcsw LD_PRELOAD=$SHIM fio --output-format=json \
+		--output="$f.json" --ioengine="$eng" --runtime="$rt" \
+		"$dir/common.fio" "$@" >"$f.log" 2>&1 || echo "fio failed: $(tail -1 "$f.log")" >"$f.err"
+	b1=$(busy)
+	echo "$((b1 - b0)) $(getconf CLK_TCK)" >"$f.cpu"
+}
+
+# every NAME SETUP FIO-ARGS...: SETUP before each measured run.
+every() {
+	local name=$1 setup=$2 m
+	shift 2
+	for m in $modes; do
+		$setup
+		fio_run "$name" libaio "$m" "$@"
+	done
+	$setup
+	fio_run "$name" io_uring "$([ "$modes" = stock ] && echo stock || echo on)" "$@"
+}
+
+fresh_fs() {	# fresh_fs DEV
+	umount $mnt 2>/dev/null
+	mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$1" && mount "$1" $mnt
+}
+written() {	# written FILE MIB: on disk, not cached
+	dd if=/dev/zero of="$1" bs=1M count="$2" status=none conv=fsync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+nop() { :; }
+drop() { echo 3 >/proc/sys/vm/drop_caches; }
+
+s1() {	# random overwrite of a written file: nothing should block
+	local dev=$1 tag=$2
+	fresh_fs "$dev" && written $mnt/f 256
+	every "S1$tag" drop --filename=$mnt/f --size=256m --rw=randwrite
+}
+s2() {	# writes into unwritten extents while jbd2 is kept busy
+	fresh_fs /dev/nvme0n1
+	prep() { rm -f $mnt/f; fallocate -l 256M $mnt/f; sync; }
+	meta() {
+		mkdir -p $mnt/meta
+		( i=0; while [ ! -e $mnt/stop ]; do
+			echo x >$mnt/meta/a$i && mv $mnt/meta/a$i $mnt/meta/b$i &&
+				sync -f $mnt/meta/b$i; rm -f $mnt/meta/b$((i - 50)); i=$((i + 1))
+		done ) &
+	}
+	local m
+	for m in $modes io_uring; do
+		prep; rm -f $mnt/stop; meta
+		case $m in
+		io_uring) fio_run S2 io_uring "$([ "$modes" = stock ] && echo stock || echo on)" \
+			--filename=$mnt/f --size=256m --rw=randwrite ;;
+		*) fio_run S2 libaio "$m" --filename=$mnt/f --size=256m --rw=randwrite ;;
+		esac
+		touch $mnt/stop; wait
+	done
+}
+s3() {	# writes into holes within i_size
+	fresh_fs /dev/nvme0n1
+	hole() { rm -f $mnt/f; truncate -s 256M $mnt/f; sync; }
+	every S3 hole --filename=$mnt/f --size=256m --rw=randwrite
+}
+s4() {	# overwrites of a fragmented file, cold extent tree, slow flash
+	umount $mnt 2>/dev/null
+	dmsetup remove slow 2>/dev/null
+	echo "0 $(blockdev --getsz /dev/mmcblk0) delay /dev/mmcblk0 0 2" | dmsetup create slow || return
+	fresh_fs /dev/mapper/slow || return
+	# Every other 4k block first, then the ones between: ~16k extents.
+	fio --name=a --filename=$mnt/f --size=64m --bs=4k --rw=write:4k --fsync_on_close=1 >/dev/null
+	fio --name=b --filename=$mnt/f --size=64m --bs=4k --rw=write:4k --offset=4k --fsync_on_close=1 >/dev/null
+	echo "S4 extents: $(filefrag $mnt/f)" >"$out/S4.info"
+	cold() { umount $mnt && mount /dev/mapper/slow $mnt && drop; }
+	every S4 cold --filename=$mnt/f --size=64m --rw=randwrite
+	umount $mnt; dmsetup remove slow
+}
+s5() {	# tag starvation: ext4 on NVMe with 4 requests; raw null_blk, 2 tags
+	local q=/sys/block/nvme0n1/queue/nr_requests old
+	fresh_fs /dev/nvme0n1 && written $mnt/f 256
+	old=$(cat $q); echo 4 >$q
+	every S5n drop --filename=$mnt/f --size=256m --rw=randwrite --iodepth=64 --iodepth_batch_submit=64
+	echo "$old" >$q
+	every S5z nop --filename=/dev/nullb0 --size=256m --rw=randread --iodepth=64 --iodepth_batch_submit=64
+}
+s6() {	# buffered random reads of a cold file
+	fresh_fs /dev/nvme0n1 && written $mnt/f 256
+	every S6 drop --filename=$mnt/f --size=256m --rw=randread --direct=0
+}
+s7() {	# writes while the fs is frozen for 1 s
+	fresh_fs /dev/nvme0n1 && written $mnt/f 64
+	freeze() { ( sleep 1; fsfreeze -f $mnt; sleep 1; fsfreeze -u $mnt ) & }
+	every S7 freeze --filename=$mnt/f --size=64m --rw=randwrite
+	wait
+}
+
+for s in ${SCENARIOS:-S1n S1f S2 S3 S4 S5 S6 S7}; do
+	case $s in
+	S1n) s1 /dev/nvme0n1 n ;;
+	S1f) s1 /dev/mmcblk0 f ;;
+	S2) s2 ;; S3) s3 ;; S4) s4 ;; S5) s5 ;; S6) s6 ;; S7) s7 ;;
+	esac
+done
+umount $mnt 2>/dev/null
+[ -f $knob ] && echo 1 >$knob
+exit 0

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn bench/guest.sh's raw results into results.json, results.md and
+gnuplot PNGs (slat CDF per scenario, IOPS bars).
+
+Usage: report.py RESDIR STOCK_KERNEL_DIR PATCHED_KERNEL_DIR
+
+RESDIR/raw/<kernel>/<round>/<scenario>-<mode>-<engine>[-2].{json,cpu,vcsw}
+Every cell is the median over the runs found; a cell without runs says
+why.  The issue's targets are evaluated and marked met or missed.
+"""
+import datetime
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+SCEN = [
+    ('S1n', 'random overwrite, ext4 on NVMe'),
+    ('S1f', 'random overwrite, ext4 on SD flash'),
+    ('S2', 'writes into unwritten extents + metadata load (NVMe)'),
+    ('S3', 'writes into holes within i_size (NVMe)'),
+    ('S4', 'overwrites of a fragmented file, cold extent tree, SD + dm-delay 2 ms'),
+    ('S5n', 'ext4 on NVMe, nr_requests 4, iodepth 64 batches'),
+    ('S5z', 'raw null_blk, 2 tags, 2 ms completions, iodepth 64'),
+    ('S6', 'buffered random reads of a cold file (NVMe)'),
+    ('S7', 'writes while the fs is frozen for 1 s (NVMe)'),
+]
+# Columns: label, kernel role, mode, engine.
+COLS = [
+    ('stock libaio', 'stock', 'stock', 'libaio'),
+    ('stock io_uring', 'stock', 'stock', 'io_uring'),
+    ('patched off libaio', 'patched', 'off', 'libaio'),
+    ('patched on libaio', 'patched', 'on', 'libaio'),
+    ('patched io_uring', 'patched', 'on', 'io_uring'),
+    ('patched on + ext4 pin', None, None, None),
+]
+PIN_NA = 'n/a: the ext4 pin is not implemented yet'
+PCTS = ['1.000000', '5.000000', '10.000000', '20.000000', '30.000000',
+        '40.000000', '50.000000', '60.000000', '70.000000', '80.000000',
+        '90.000000', '95.000000', '99.000000', '99.500000', '99.900000',
+        '99.990000', '100.000000']
+
+
+def one_run(base):
+    """Metrics of one fio run, or (None, reason)."""
+    if os.path.exists(base + '.err'):
+        return None, open(base + '.err').read().strip()
+    try:
+        with open(base + '.json') as f:
+            txt = f.read()
+        # fio may print warnings before the JSON document.
+        data = json.loads(txt[txt.index('{'):])
+    except (OSError, ValueError) as e:
+        return None, 'no fio result (%s)' % e
+    job = data['jobs'][0]
+    st = job['read'] if job['read']['total_ios'] else job['write']
+    ios = st['total_ios']
+    if not ios:
+        return None, 'fio did no I/O'
+    slat = st['slat_ns'].get('percentile', {})
+    clat = st['clat_ns'].get('percentile', {})
+    m = {
+        'iops': st['iops'],
+        'ios': ios,
+        'slat_p50_us': slat.get('50.000000', 0) / 1e3,
+        'slat_p99_us': slat.get('99.000000', 0) / 1e3,
+        'slat_p999_us': slat.get('99.900000', 0) / 1e3,
+        'slat_max_us': st['slat_ns']['max'] / 1e3,
+        'clat_p99_us': clat.get('99.000000', 0) / 1e3,
+        'slat_cdf_us': [slat.get(p, 0) / 1e3 for p in PCTS],
+    }
+    try:
+        busy, hz = map(int, open(base + '.cpu').read().split())
+        m['cpu_us_per_io'] = busy / hz * 1e6 / ios
+    except (OSError, ValueError):
+        m['cpu_us_per_io'] = None
+    try:
+        v = open(base + '.vcsw').read().split()
+        m['submit_calls'] = int(v[1])
+        m['submit_slept'] = int(v[3])
+        m['submit_switches'] = int(v[5])
+    except (OSError, ValueError, IndexError):
+        m['submit_calls'] = None
+    return m, None
+
+
+def median_of(runs, key):
+    vals = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def cell(resdir, kdir, scen, mode, eng):
+    runs, why = [], []
+    for base in sorted(glob.glob(os.path.join(resdir, 'raw', kdir, '*',
+                                              '%s-%s-%s*.json' % (scen, mode, eng)))):
+        m, reason = one_run(base[:-5])
+        if m:
+            runs.append(m)
+        else:
+            why.append(reason)
+    for err in glob.glob(os.path.join(resdir, 'raw', kdir, '*',
+                                      '%s-%s-%s*.err' % (scen, mode, eng))):
+        why.append(open(err).read().strip())
+    if not runs:
+        return {'runs': 0, 'reason': why[0] if why else
+                'not in this run (QUICK=1 or SCENARIOS)'}
+    c = {'runs': len(runs)}
+    for k in ('iops', 'slat_p50_us', 'slat_p99_us', 'slat_p999_us',
+              'slat_max_us', 'clat_p99_us', 'cpu_us_per_io'):
+        c[k] = median_of(runs, k)
+    c['slat_cdf_us'] = [statistics.median(r['slat_cdf_us'][i] for r in runs)
+                        for i in range(len(PCTS))]
+    if all(r.get('submit_calls') for r in runs):
+        c['submit_slept_pct'] = statistics.median(
+            100.0 * r['submit_slept'] / r['submit_calls'] for r in runs)
+        c['submit_calls'] = sum(r['submit_calls'] for r in runs)
+        c['submit_slept'] = sum(r['submit_slept'] for r in runs)
+    else:
+        c['submit_slept_pct'] = None
+        c['submit_reason'] = ('not measured: fio 3.33 makes io_uring_enter '
+                              'an inline syscall, which the shim cannot see'
+                              if eng == 'io_uring' else 'no shim counts')
+    return c
+
+
+def kernel_version(resdir, kdir):
+    for log in glob.glob(os.path.join(resdir, 'raw', kdir, '*', 'console.log')):
+        m = re.search(r'aio-guest: (\S+),', open(log, errors='replace').read())
+        if m:
+            return m.group(1)
+    return kdir
+
+
+def fmt(v, nd=0):
+    if v is None:
+        return '-'
+    return ('%%.%df' % nd) % v
+
+
+def targets(res):
+    out = []
+
+    def c(s, col):
+        return res[s].get(col, {})
+    s1 = c('S1n', 'patched on libaio').get('slat_p999_us')
+    for s, _ in SCEN[2:]:
+        st, on, ur = (c(s, 'stock libaio'), c(s, 'patched on libaio'),
+                      c(s, 'patched io_uring'))
+        if not st.get('runs') or not on.get('runs'):
+            out.append((s, 'all', 'not run', None))
+            continue
+        blocks = (st.get('submit_slept_pct') or 0) > 1.0
+        if blocks:
+            r = st['slat_p999_us'] / max(on['slat_p999_us'], 1e-9)
+            out.append((s, 'slat p99.9 >= 10x below stock (stock slept in %.0f%% of calls)'
+                        % st['submit_slept_pct'], '%.1fx' % r, r >= 10))
+        else:
+            out.append((s, 'slat p99.9 >= 10x below stock', 'stock did not block here', None))
+        if s1:
+            r = on['slat_p999_us'] / s1
+            out.append((s, 'slat p99.9 <= 1.2x own S1n', '%.2fx' % r, r <= 1.2))
+        if ur.get('runs'):
+            r = on['slat_p999_us'] / max(ur['slat_p999_us'], 1e-9)
+            out.append((s, 'slat p99.9 <= io_uring (patched)', '%.2fx' % r, r <= 1.0))
+    st, on = c('S1n', 'stock libaio'), c('S1n', 'patched on libaio')
+    if st.get('runs') and on.get('runs'):
+        r = on['iops'] / st['iops']
+        out.append(('S1n', 'IOPS >= 0.97x stock', '%.3fx' % r, r >= 0.97))
+        if st.get('cpu_us_per_io') and on.get('cpu_us_per_io'):
+            r = on['cpu_us_per_io'] / st['cpu_us_per_io']
+            out.append(('S1n', 'CPU per I/O <= 1.1x stock', '%.3fx' % r, r <= 1.1))
+    out.append(('S2, S4', 'with the ext4 pin: inline, p99.9 <= 1.2x S1', PIN_NA, None))
+    return out
+
+
+def plots(resdir, res):
+    if subprocess.run(['which', 'gnuplot'], capture_output=True).returncode:
+        print('report.py: gnuplot missing, no plots', file=sys.stderr)
+        return []
+    made = []
+    cols = [c for c in COLS if c[1]]
+    for s, title in SCEN:
+        dat = os.path.join(resdir, 'cdf-%s.dat' % s)
+        series = [c[0] for c in cols if res[s].get(c[0], {}).get('runs')]
+        if not series:
+            continue
+        with open(dat, 'w') as f:
+            for i, p in enumerate(PCTS):
+                f.write('%s %s\n' % (p, ' '.join(
+                    '%g' % max(res[s][lbl]['slat_cdf_us'][i], 0.01)
+                    for lbl in series)))
+        png = os.path.join(resdir, 'slat-cdf-%s.png' % s)
+        plot = ', '.join("'%s' using %d:1 with linespoints title '%s'" % (
+            dat, i + 2, lbl) for i, lbl in enumerate(series))
+        script = ('set terminal png size 900,600; set output "%s";'
+                  'set title "%s: %s"; set logscale x; set xlabel "slat (us, log)";'
+                  'set ylabel "percentile"; set key bottom right; set grid;'
+                  'plot %s' % (png, s, title.replace('"', "'"), plot))
+        subprocess.run(['gnuplot', '-e', script], check=True)
+        made.append(png)
+    dat = os.path.join(resdir, 'iops.dat')
+    with open(dat, 'w') as f:
+        f.write('scenario %s\n' % ' '.join('"%s"' % c[0] for c in cols))
+        for s, _ in SCEN:
+            f.write('%s %s\n' % (s, ' '.join(
+                fmt(res[s].get(c[0], {}).get('iops'), 0).replace('-', '0')
+                for c in cols)))
+    png = os.path.join(resdir, 'iops.png')
+    plot = ', '.join("'%s' using %d:xtic(1) title columnhead(%d)" % (dat, i + 2, i + 2)
+                     for i in range(len(cols)))
+    script = ('set terminal png size 1100,600; set output "%s"; set title "IOPS";'
+              'set style data histogram; set style histogram clustered;'
+              'set style fill solid border -1; set boxwidth 0.9; set key top right;'
+              'set ylabel "IOPS"; set grid y; plot %s' % (png, plot))
+    subprocess.run(['gnuplot', '-e', script], check=True)
+    made.append(png)
+    return made
+
+
+def main():
+    resdir, kstock, kpatched = sys.argv[1:4]
+    kd = {'stock': kstock, 'patched': kpatched}
+    res = {}
+    for s, _ in SCEN:
+        res[s] = {}
+        for lbl, role, mode, eng in COLS:
+            res[s][lbl] = ({'runs': 0, 'reason': PIN_NA} if role is None
+                           else cell(resdir, kd[role], s, mode, eng))
+    versions = {r: kernel_version(resdir, d) for r, d in kd.items()}
+    if not any(c.get('runs') for s in res.values() for c in s.values()):
+        print('report.py: no results at all', file=sys.stderr)
+        return 1
+    tg = targets(res)
+    when = datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')
+    with open(os.path.join(resdir, 'results.json'), 'w') as f:
+        json.dump({'date': when, 'kernels': versions, 'scenarios': dict(SCEN),
+                   'percentiles': PCTS, 'results': res,
+                   'targets': [{'scenario': a, 'target': b, 'value': c,
+                                'met': d} for a, b, c, d in tg]}, f, indent=1)
+    lines = ['# make bench results', '',
+             '%s; stock %s, patched %s; QEMU TCG, 2 vCPUs; fio 4k, iodepth 32 '
+             'unless said; each cell the median over rounds (kernels alternating).'
+             % (when, versions['stock'], versions['patched']), '',
+             'Cell: IOPS / slat p50 / p99.9 / max (us) / clat p99 (us) / '
+             'CPU us per I/O / % of submission calls that slept', '']
+    cols = [c[0] for c in COLS]
+    lines.append('| scenario | ' + ' | '.join(cols) + ' |')
+    lines.append('|---' * (len(cols) + 1) + '|')
+    for s, title in SCEN:
+        row = []
+        for lbl in cols:
+            c = res[s][lbl]
+            if not c.get('runs'):
+                row.append(c.get('reason', 'not run'))
+                continue
+            slept = ('%.0f%%' % c['submit_slept_pct']
+                     if c.get('submit_slept_pct') is not None else 'n/a')
+            row.append('%s / %s / %s / %s / %s / %s / %s' % (
+                fmt(c['iops']), fmt(c['slat_p50_us'], 1), fmt(c['slat_p999_us'], 1),
+                fmt(c['slat_max_us']), fmt(c['clat_p99_us']),
+                fmt(c['cpu_us_per_io']), slept))
+        lines.append('| %s: %s | %s |' % (s, title, ' | '.join(row)))
+    lines += ['', 'io_uring sleeps in submission: not measured (fio 3.33 issues '
+              'io_uring_enter as an inline syscall, which the LD_PRELOAD shim cannot see).',
+              '', '## Targets', '', '| scenario | target | value | |', '|---|---|---|---|']
+    for a, b, c, d in tg:
+        lines.append('| %s | %s | %s | %s |' % (
+            a, b, c, 'met' if d else ('MISSED' if d is False else '-')))
+    pngs = plots(resdir, res)
+    lines += ['', 'Plots: ' + ', '.join(os.path.basename(p) for p in pngs)]
+    with open(os.path.join(resdir, 'results.md'), 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    print('\n'.join(lines))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
