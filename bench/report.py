@@ -196,7 +196,7 @@ def plots(resdir, res):
         png = os.path.join(resdir, 'slat-cdf-%s.png' % s)
         plot = ', '.join("'%s' using %d:1 with linespoints title '%s'" % (
             dat, i + 2, lbl) for i, lbl in enumerate(series))
-        script = ('set terminal png size 900,600; set output "%s";'
+        script = ('set terminal png size 900,600 noenhanced; set output "%s";'
                   'set title "%s: %s"; set logscale x; set xlabel "slat (us, log)";'
                   'set ylabel "percentile"; set key bottom right; set grid;'
                   'plot %s' % (png, s, title.replace('"', "'"), plot))
@@ -212,7 +212,7 @@ def plots(resdir, res):
     png = os.path.join(resdir, 'iops.png')
     plot = ', '.join("'%s' using %d:xtic(1) title columnhead(%d)" % (dat, i + 2, i + 2)
                      for i in range(len(cols)))
-    script = ('set terminal png size 1100,600; set output "%s"; set title "IOPS";'
+    script = ('set terminal png size 1100,600 noenhanced; set output "%s"; set title "IOPS";'
               'set style data histogram; set style histogram clustered;'
               'set style fill solid border -1; set boxwidth 0.9; set key top right;'
               'set ylabel "IOPS"; set grid y; plot %s' % (png, plot))
