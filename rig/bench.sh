@@ -8,7 +8,8 @@
 #
 # Environment: QUICK=1 (short: 1 round, 2 s runs, fewer scenarios),
 # RUNS, RUNTIME, SCENARIOS, BENCH_STOCK / BENCH_PATCHED (kernel dirs
-# under build/, default stock and patched).
+# under build/, default stock and patched), BENCH_KEEP=1 (keep the other
+# scenarios' results of the last run and report them all).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +25,8 @@ for k in $kernels; do
 		{ echo "bench.sh: no kernel in build/$k (make kernel kernel-stock)" >&2; exit 1; }
 done
 
-rm -rf "$res"
+# BENCH_KEEP=1: rerun some SCENARIOS into the results of an earlier run.
+[ "${BENCH_KEEP:-0}" = 1 ] || rm -rf "$res"
 mkdir -p "$res/raw"
 gcc -O2 -Wall -shared -fPIC -o "$res/vcsw.so" "$top/bench/vcsw-shim.c" -ldl ||
 	{ echo "bench.sh: cannot build the shim" >&2; exit 1; }
