@@ -138,12 +138,13 @@ fail:
 	return err;
 }
 
-static void aio_pool_unqueue(struct aio_pool_order *o,
-			     struct aio_offload_work *work)
+/* Count @work in or out of its bucket's queued requests (@d: +1 or -1). */
+static void aio_pool_count_queued(struct aio_pool_order *o,
+				  struct aio_offload_work *work, int d)
 {
-	WRITE_ONCE(o->queued, o->queued - 1);
+	WRITE_ONCE(o->queued, o->queued + d);
 	if (!work->shared)
-		WRITE_ONCE(o->queued_writers, o->queued_writers - 1);
+		WRITE_ONCE(o->queued_writers, o->queued_writers + d);
 }
 
 /* May @work start now, given what of its bucket runs? */
@@ -184,7 +185,7 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 found:
 	list_del_init(&work->node);
 	if (work->key) {
-		aio_pool_unqueue(o, work);
+		aio_pool_count_queued(o, work, -1);
 		if (work->shared)
 			WRITE_ONCE(o->readers, o->readers + 1);
 		else
@@ -352,14 +353,9 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !pool->dead;
 	if (queued) {
 		list_add_tail(&work->node, &pool->queue);
-		if (work->key) {
-			struct aio_pool_order *o = aio_pool_order(pool, work->key);
-
-			WRITE_ONCE(o->queued, o->queued + 1);
-			if (!work->shared)
-				WRITE_ONCE(o->queued_writers,
-					   o->queued_writers + 1);
-		}
+		if (work->key)
+			aio_pool_count_queued(aio_pool_order(pool, work->key),
+					      work, 1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (queued)
@@ -413,7 +409,8 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
 	if (queued) {
 		list_del_init(&work->node);
 		if (work->key)
-			aio_pool_unqueue(aio_pool_order(pool, work->key), work);
+			aio_pool_count_queued(aio_pool_order(pool, work->key),
+					      work, -1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	/* Requests it held back may be able to start now. */

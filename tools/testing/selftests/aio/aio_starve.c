@@ -148,6 +148,21 @@ static const char *need_offload(struct starve_state *st, bool data)
 	return NULL;
 }
 
+/* ext4 on the scratch device at st->mnt; NULL, or why the test skips. */
+static const char *scratch_ext4(struct __test_metadata *_metadata,
+				struct starve_state *st)
+{
+	int ret = aio_scratch_mount(aio_dev_path(), "ext4", st->mnt,
+				    sizeof(st->mnt));
+
+	if (ret == AIO_MKFS_NOT_FOUND)
+		return "mkfs.ext4 not available";
+	/* ASSERT: a SKIP after a failed EXPECT would hide the failure. */
+	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount ext4 on %s: %d", aio_dev_path(),
+				 ret);
+	return NULL;
+}
+
 /* Shrink the device's queue to SMALL_QUEUE requests; false if it can't. */
 static bool small_queue(struct __test_metadata *_metadata,
 			struct starve_state *st)
@@ -181,7 +196,7 @@ TEST_F_TIMEOUT(starve, ext4_small_queue, AIO_DEV_TEST_TIMEOUT)
 {
 	struct starve_state *st = &self->st;
 	long nvcsw, slept[2] = { 0, 0 };
-	int mode, call, i, ret;
+	int mode, call, i;
 	uint64_t seed[2];
 	const char *skip;
 	ssize_t bad;
@@ -192,11 +207,9 @@ TEST_F_TIMEOUT(starve, ext4_small_queue, AIO_DEV_TEST_TIMEOUT)
 		SKIP(return, "%s", skip);
 	if (!small_queue(_metadata, st))
 		SKIP(return, "cannot set nr_requests of %s", aio_dev_path());
-	ret = aio_scratch_mount(aio_dev_path(), "ext4", st->mnt,
-				sizeof(st->mnt));
-	if (ret == AIO_MKFS_NOT_FOUND)
-		SKIP(return, "mkfs.ext4 not available");
-	ASSERT_EQ(0, ret);
+	skip = scratch_ext4(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
 	snprintf(st->path, sizeof(st->path), "%s/q", st->mnt);
 	st->fd = open(st->path, O_RDWR | O_CREAT, 0600);
 	ASSERT_LE(0, st->fd);
@@ -364,11 +377,9 @@ TEST_F_TIMEOUT(starve, uffd_inode_lock, AIO_DEV_TEST_TIMEOUT)
 	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
 	ASSERT_EQ(0, ioctl(st->uffd, UFFDIO_REGISTER, &reg));
 
-	err = aio_scratch_mount(aio_dev_path(), "ext4", st->mnt,
-				sizeof(st->mnt));
-	if (err == AIO_MKFS_NOT_FOUND)
-		SKIP(return, "mkfs.ext4 not available");
-	ASSERT_EQ(0, err);
+	skip = scratch_ext4(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
 	snprintf(st->path, sizeof(st->path), "%s/u", st->mnt);
 	st->fd = open(st->path, O_RDWR | O_CREAT, 0600);
 	ASSERT_LE(0, st->fd);
