@@ -97,17 +97,18 @@ s3() {	# writes into holes within i_size
 s4() {	# overwrites of a fragmented file, cold extent tree, slow flash
 	umount $mnt 2>/dev/null
 	dmsetup remove slow 2>/dev/null
+	# Set up on the bare SD card, with the file and another written in
+	# turns (bench/fragment.py): the file gets one-block extents.
+	fresh_fs /dev/mmcblk0 || return
+	echo 1000000 >/sys/fs/ext4/mmcblk0/mb_stream_req
+	"$dir/fragment.py" $mnt/f $mnt/g 32 || { umount $mnt; return; }
+	rm $mnt/g
+	echo "S4 extents: $(filefrag $mnt/f)" >"$out/S4.info"
+	umount $mnt
 	echo "0 $(blockdev --getsz /dev/mmcblk0) delay /dev/mmcblk0 0 2" | dmsetup create slow || return
 	dmsetup mknodes slow	# no udev in the guest
-	fresh_fs /dev/mapper/slow || return
-	# Meant to fragment (odd blocks, then even ones), but ext4's goal
-	# allocation fills the gaps in place: S4.info has the extent count.
-	truncate -s 64M $mnt/f
-	fio --name=a --filename=$mnt/f --size=64m --bs=4k --rw=write:4k --fsync_on_close=1 >/dev/null
-	fio --name=b --filename=$mnt/f --size=64m --bs=4k --rw=write:4k --offset=4k --fsync_on_close=1 >/dev/null
-	echo "S4 extents: $(filefrag $mnt/f)" >"$out/S4.info"
-	cold() { umount $mnt && mount /dev/mapper/slow $mnt && drop; }
-	every S4 cold --filename=$mnt/f --size=64m --rw=randwrite
+	cold() { umount $mnt 2>/dev/null; mount /dev/mapper/slow $mnt && drop; }
+	every S4 cold --filename=$mnt/f --size=32m --rw=randwrite
 	umount $mnt; dmsetup remove slow
 }
 s5() {	# tag starvation: ext4 on NVMe with 4 requests; raw null_blk, 2 tags

@@ -221,6 +221,24 @@ def plots(resdir, res):
     return made
 
 
+def setup_facts(resdir, kd):
+    """What guest.sh recorded about its setup (S4's extent count, S7's
+    freeze times), one line per kernel and round."""
+    out = []
+    for role, kdir in kd.items():
+        base = os.path.join(resdir, 'raw', kdir)
+        if not os.path.isdir(base):
+            continue
+        for rnd in sorted(os.listdir(base)):
+            for name in sorted(glob.glob(os.path.join(base, rnd, '*.info'))):
+                with open(name) as f:
+                    for line in f.read().split('\n'):
+                        if line.strip():
+                            out.append('- %s round %s: %s' % (
+                                role, rnd, line.replace(resdir, '').strip()))
+    return out
+
+
 def main():
     resdir, kstock, kpatched = sys.argv[1:4]
     kd = {'stock': kstock, 'patched': kpatched}
@@ -270,6 +288,9 @@ def main():
     for a, b, c, d in tg:
         lines.append('| %s | %s | %s | %s |' % (
             a, b, c, 'met' if d else ('MISSED' if d is False else '-')))
+    info = setup_facts(resdir, kd)
+    if info:
+        lines += ['', '## Setup facts (from the guest)', ''] + info
     pngs = plots(resdir, res)
     lines += ['', 'Plots: ' + ', '.join(os.path.basename(p) for p in pngs)]
     with open(os.path.join(resdir, 'results.md'), 'w') as f:

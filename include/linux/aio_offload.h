@@ -48,9 +48,16 @@ struct aio_cgroup;
  *		-EINTR when the process is exiting and no worker is left,
  *		-ECANCELED after aio_pool_cancel()
  * @key:	requests with the same key (the file) start in the order they
- *		were queued, and only @shared ones run at the same time;
- *		NULL: no ordering
- * @shared:	may run alongside other @shared requests with the same key
+ *		were queued; NULL: no ordering
+ * @shared:	a read: may be issued alongside other @shared requests with
+ *		the same key.  An exclusive one (a write) is issued alone, and
+ *		holds [@pos, @end) from its start until aio_pool_complete():
+ *		requests overlapping it wait for that
+ * @pos:	first byte the request touches
+ * @end:	one past its last byte (LLONG_MAX: to the end of the file)
+ * @held:	an exclusive request a worker started; aio_pool_complete()
+ *		must be called when it completes
+ * @hold:	entry in the pool's list of held requests
  */
 struct aio_offload_work {
 	struct list_head	node;
@@ -58,6 +65,10 @@ struct aio_offload_work {
 	void			(*cancel)(struct aio_offload_work *work, int err);
 	const void		*key;
 	bool			shared;
+	bool			held;
+	loff_t			pos;
+	loff_t			end;
+	struct list_head	hold;
 };
 
 #ifdef CONFIG_AIO_OFFLOAD
@@ -67,6 +78,7 @@ void aio_pool_shutdown(struct aio_pool *pool);
 void aio_pool_release(struct aio_pool *pool);
 bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared);
 bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work);
+void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work);
 #else
 static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
@@ -97,6 +109,11 @@ static inline bool aio_pool_cancel(struct aio_pool *pool,
 				   struct aio_offload_work *work)
 {
 	return false;
+}
+
+static inline void aio_pool_complete(struct aio_pool *pool,
+				     struct aio_offload_work *work)
+{
 }
 #endif
 

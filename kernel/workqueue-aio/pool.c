@@ -17,10 +17,15 @@
  * is at its limit, and io_submit() never forks.
  *
  * Requests on one file are kept in order: a request that stock AIO would
- * have completed inside io_submit() before the next one started must
- * not be overtaken by it.  Keys (files) hash into a few buckets, as in
- * io-wq; a bucket's requests start in queue order, writes alone, reads
- * together.  A collision only orders more than needed.
+ * have issued inside io_submit() before the next one must not be
+ * overtaken by it.  Keys (files) hash into a few buckets, as in io-wq; a
+ * bucket's requests start in queue order, writes alone, reads together,
+ * so that writes queued on one file wait in the queue rather than take a
+ * thread each.  A collision only orders more than needed.  Stock issues a
+ * batch from one thread, so overlapping direct writes reach the device in
+ * order; workers on several CPUs would not, so a write also holds its
+ * byte range until it completes, and requests overlapping it wait for
+ * that.
  *
  * Workers share the mm, so exit_aio() (from the last mmput()) cannot run
  * before they are gone.  The last worker to exit cancels what is still
@@ -45,12 +50,17 @@
 
 #define AIO_POOL_ORDER_BITS	6
 
-/* Ordered requests of one bucket: queued (writes among them), running. */
+/*
+ * Ordered requests of one bucket: queued (writes among them), being
+ * issued (@readers, @writer), writes started and not completed (@held).
+ */
 struct aio_pool_order {
 	unsigned int		queued;
 	unsigned int		queued_writers;
 	unsigned int		readers;
 	bool			writer;
+	unsigned int		nr_held;
+	struct list_head	held;
 };
 
 /**
@@ -151,7 +161,15 @@ static void aio_pool_count_queued(struct aio_pool_order *o,
 static bool aio_pool_may_start(struct aio_pool_order *o,
 			       struct aio_offload_work *work)
 {
-	return !o->writer && (work->shared || !o->readers);
+	struct aio_offload_work *h;
+
+	if (o->writer || (!work->shared && o->readers))
+		return false;
+	list_for_each_entry(h, &o->held, hold)
+		if (h->key == work->key && h->pos < work->end &&
+		    work->pos < h->end)
+			return false;
+	return true;
 }
 
 /*
@@ -186,10 +204,14 @@ found:
 	list_del_init(&work->node);
 	if (work->key) {
 		aio_pool_count_queued(o, work, -1);
-		if (work->shared)
+		if (work->shared) {
 			WRITE_ONCE(o->readers, o->readers + 1);
-		else
+		} else {
 			WRITE_ONCE(o->writer, true);
+			work->held = true;
+			list_add_tail(&work->hold, &o->held);
+			WRITE_ONCE(o->nr_held, o->nr_held + 1);
+		}
 	}
 	pool->nr_idle--;
 	*spawn = !pool->nr_idle && !pool->spawning && !pool->shutdown &&
@@ -237,6 +259,7 @@ static int aio_worker(void *data)
 			break;
 		work = aio_pool_take(pool, &spawn);
 		if (work) {
+			/* Its range stays held until aio_pool_complete(). */
 			const void *key = work->key;
 			bool shared = work->shared;
 
@@ -314,12 +337,14 @@ static int aio_worker(void *data)
 struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
 	struct aio_pool *pool;
-	int err;
+	int err, i;
 
 	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&pool->lock);
+	for (i = 0; i < ARRAY_SIZE(pool->order); i++)
+		INIT_LIST_HEAD(&pool->order[i].held);
 	INIT_LIST_HEAD(&pool->queue);
 	init_waitqueue_head(&pool->wait);
 	refcount_set(&pool->refs, 1);
@@ -349,6 +374,7 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 	unsigned long flags;
 	bool queued;
 
+	work->held = false;
 	spin_lock_irqsave(&pool->lock, flags);
 	queued = !pool->dead;
 	if (queued) {
@@ -371,7 +397,8 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
  *
  * True if requests with @key that the new one must not overtake are
  * queued or running: any, for an exclusive request; exclusive ones, for
- * a shared one (reads may pass reads).  Such a request should be queued
+ * a shared one (reads may pass reads).  A write counts as running until
+ * it completes, whatever its range.  Such a request should be queued
  * with @key instead of being tried inline.  Lockless: what the calling
  * thread queued itself is seen; what others queue at the same time is
  * not ordered against it anyway.
@@ -383,9 +410,9 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 	struct aio_pool_order *o = aio_pool_order(pool, key);
 
 	if (shared)
-		return READ_ONCE(o->queued_writers) || READ_ONCE(o->writer);
+		return READ_ONCE(o->queued_writers) || READ_ONCE(o->nr_held);
 	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
-	       READ_ONCE(o->writer);
+	       READ_ONCE(o->nr_held);
 }
 
 /**
@@ -417,6 +444,31 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
 	if (queued)
 		wake_up(&pool->wait);
 	return queued;
+}
+
+/**
+ * aio_pool_complete - a started exclusive request has completed
+ * @pool: the pool
+ * @work: a request whose @held is set
+ *
+ * Requests overlapping @work may start now.  Call before @work is freed.
+ *
+ * Context: any, including hard irq; never sleeps.
+ */
+void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
+{
+	struct aio_pool_order *o = aio_pool_order(pool, work->key);
+	unsigned long flags;
+	bool wake;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	list_del(&work->hold);
+	WRITE_ONCE(o->nr_held, o->nr_held - 1);
+	work->held = false;
+	wake = !list_empty(&pool->queue);
+	spin_unlock_irqrestore(&pool->lock, flags);
+	if (wake)
+		wake_up(&pool->wait);
 }
 
 /**
