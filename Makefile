@@ -7,7 +7,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help deps tree kernel kernel-stock refresh patch-check vm vm-stock \
+.PHONY: help deps tree kernel kernel-stock kernel-perf refresh patch-check vm vm-stock \
 	check demo overhead bench series checkpatch series-check clean
 
 help:
@@ -17,6 +17,7 @@ help:
 	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
 	@echo "make kernel        build the patched kernel (build/patched/obj)"
 	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
+	@echo "make kernel-perf   both without lockdep, for bench and overhead (build/*-perf)"
 	@echo "make vm [CMD=...]  boot the patched kernel; run CMD or get a shell"
 	@echo "make vm-stock      the same with the stock kernel"
 	@echo "make refresh       write edits in build/patched/linux back to the overlay"
@@ -38,6 +39,13 @@ kernel-stock: deps
 	@rig/tree.sh stock
 	@rig/kernel.sh stock
 
+# What bench and overhead measure: the same two trees without the lock
+# debugging make check wants (rig/debug.config).
+kernel-perf: tree
+	@rig/tree.sh stock
+	@rig/kernel.sh patched-perf
+	@rig/kernel.sh stock-perf
+
 refresh: deps
 	@rig/tree.sh refresh
 
@@ -56,10 +64,10 @@ check: kernel
 demo: kernel
 	@rig/demo.sh
 
-overhead: kernel
+overhead: kernel-perf
 	@rig/overhead.sh
 
-bench: kernel kernel-stock
+bench: kernel-perf
 	@rig/bench.sh
 
 series: deps tree
@@ -74,4 +82,5 @@ series-check: deps tree
 # Outputs only; the kernel trees' unrefreshed edits are kept.
 clean:
 	rm -rf build/patched/obj build/stock/obj build/series/obj build/vm \
+		build/patched-perf build/stock-perf \
 		build/patched/kselftest build/stock/kselftest

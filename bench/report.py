@@ -261,7 +261,8 @@ def main():
                                 'met': d} for a, b, c, d in tg]}, f, indent=1)
     lines = ['# make bench results', '',
              '%s; stock %s, patched %s; QEMU TCG, 2 vCPUs; fio 4k, iodepth 32 '
-             'unless said; each cell the median over rounds (kernels alternating).'
+             'unless said; each cell the median over rounds (kernels alternating); '
+             'both kernels built from the same config without lock debugging.'
              % (when, versions['stock'], versions['patched']), '',
              'Cell: IOPS / slat p50 / p99.9 / max (us) / clat p99 (us) / '
              'CPU us per I/O / % of submission calls that slept', '']

@@ -8,8 +8,9 @@
 #
 # Environment: QUICK=1 (short: 1 round, 2 s runs, fewer scenarios),
 # RUNS, RUNTIME, SCENARIOS, BENCH_STOCK / BENCH_PATCHED (kernel dirs
-# under build/, default stock and patched), BENCH_KEEP=1 (keep the other
-# scenarios' results of the last run and report them all).
+# under build/, default stock-perf and patched-perf: no lockdep),
+# BENCH_KEEP=1 (keep the other scenarios' results of the last run and
+# report them all).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,10 +20,10 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
 	runs=${RUNS:-3} runtime=${RUNTIME:-5} scen=${SCENARIOS:-S1n S1f S2 S3 S4 S5 S6 S7 S1n}
 fi
-kernels="${BENCH_STOCK:-stock} ${BENCH_PATCHED:-patched}"
+kernels="${BENCH_STOCK:-stock-perf} ${BENCH_PATCHED:-patched-perf}"
 for k in $kernels; do
 	[ -f "$top/build/$k/obj/arch/x86/boot/bzImage" ] ||
-		{ echo "bench.sh: no kernel in build/$k (make kernel kernel-stock)" >&2; exit 1; }
+		{ echo "bench.sh: no kernel in build/$k (make kernel-perf)" >&2; exit 1; }
 done
 
 # BENCH_KEEP=1: rerun some SCENARIOS into the results of an earlier run.

@@ -1,17 +1,20 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kernel.sh patched|stock|series: configure and build bzImage out of tree
-# (build/<which>/obj) from build/<which>/linux with ccache.
+# kernel.sh patched|stock|series|patched-perf|stock-perf: configure and
+# build bzImage out of tree (build/<which>/obj) with ccache, from
+# build/<which>/linux (the -perf ones from the tree without -perf).
 #
 # The config is allnoconfig plus rig/kernel.config plus the selftests'
-# config fragment, so both kernels get the same options (the stock tree
-# just has no CONFIG_AIO_OFFLOAD to set).
+# config fragment plus rig/debug.config (lockdep, atomic sleep checks)
+# except for the -perf kernels, so that the kernels compared get the
+# same options (the stock tree just has no CONFIG_AIO_OFFLOAD to set).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-which=${1:?usage: kernel.sh patched|stock|series}
-src=$top/build/$which/linux
+which=${1:?usage: kernel.sh patched|stock|series|patched-perf|stock-perf}
+tree=${which%-perf}
+src=$top/build/$tree/linux
 obj=$top/build/$which/obj
 [ -d "$src" ] || { echo "kernel.sh: $src missing" >&2; exit 1; }
 mkdir -p "$obj"
@@ -27,7 +30,9 @@ export KBUILD_BUILD_VERSION=1
 kmake() { make -s -C "$src" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" LOCALVERSION=-$which "$@"; }
 
 frag=$obj/rig.config
-cat "$top/rig/kernel.config" "$top/tools/testing/selftests/aio/config" >"$frag.new"
+debug=$top/rig/debug.config
+[ "$tree" = "$which" ] || debug=/dev/null
+cat "$top/rig/kernel.config" "$top/tools/testing/selftests/aio/config" "$debug" >"$frag.new"
 # A series step may add Kconfig symbols the old .config never saw.
 [ "$which" = series ] && rm -f "$obj/.config"
 if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
@@ -39,7 +44,7 @@ if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
 	missing=$(grep -E '^CONFIG_' "$frag" | sort -u | while read -r l; do
 		# The stock tree (and early series steps) lack our symbols.
 		case "$which:${l%%=*}" in
-		patched:*) ;;
+		patched:* | patched-perf:*) ;;
 		*:CONFIG_AIO_OFFLOAD|*:CONFIG_CGROUP_AIO) continue ;;
 		esac
 		grep -qxF "$l" "$obj/.config" || echo "$l"
