@@ -59,7 +59,6 @@ struct aio_pool_order {
 	unsigned int		queued_writers;
 	unsigned int		readers;
 	bool			writer;
-	unsigned int		nr_held;
 	struct list_head	held;
 };
 
@@ -210,7 +209,6 @@ found:
 			WRITE_ONCE(o->writer, true);
 			work->held = true;
 			list_add_tail(&work->hold, &o->held);
-			WRITE_ONCE(o->nr_held, o->nr_held + 1);
 		}
 	}
 	pool->nr_idle--;
@@ -409,10 +407,11 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 {
 	struct aio_pool_order *o = aio_pool_order(pool, key);
 
+	/* list_empty() reads the head once: safe without the lock. */
 	if (shared)
-		return READ_ONCE(o->queued_writers) || READ_ONCE(o->nr_held);
+		return READ_ONCE(o->queued_writers) || !list_empty(&o->held);
 	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
-	       READ_ONCE(o->nr_held);
+	       !list_empty(&o->held);
 }
 
 /**
@@ -463,7 +462,6 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
 
 	spin_lock_irqsave(&pool->lock, flags);
 	list_del(&work->hold);
-	WRITE_ONCE(o->nr_held, o->nr_held - 1);
 	work->held = false;
 	wake = !list_empty(&pool->queue);
 	spin_unlock_irqrestore(&pool->lock, flags);
