@@ -456,7 +456,6 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
  */
 void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
 {
-	struct aio_pool_order *o = aio_pool_order(pool, work->key);
 	unsigned long flags;
 	bool wake;
 
