@@ -5,7 +5,8 @@
 # rig/bench.sh through rig/vm.sh).  For every scenario: set it up, then
 # run fio once per mode (stock kernel: "stock"; patched: fs.aio-offload
 # "off" and "on") with libaio, and once with io_uring.  Results go to
-# $OUT/<scenario>-<mode>-<engine>.{json,cpu,vcsw}.
+# $OUT/<scenario>-<mode>-<engine>.{json,cpu,vcsw}.  S1 and S6 also run
+# psync, the synchronous reference.
 #
 # Environment: BENCH_DIR (this directory), OUT, RUNTIME (s), SCENARIOS,
 # ROUND ("i/n", for the progress lines), SHIM (the LD_PRELOAD .so).
@@ -52,6 +53,15 @@ every() {
 	fio_run "$name" io_uring "$([ "$modes" = stock ] && echo stock || echo on)" "$@"
 }
 
+# psync NAME SETUP FIO-ARGS...: the synchronous reference (one pwrite or
+# pread at a time, no submission queue: fio reports no slat for it).
+psync() {
+	local name=$1 setup=$2
+	shift 2
+	$setup
+	fio_run "$name" psync "$([ "$modes" = stock ] && echo stock || echo on)" "$@"
+}
+
 fresh_fs() {	# fresh_fs DEV
 	umount $mnt 2>/dev/null
 	mkfs.ext4 -q -F -E nodiscard,lazy_itable_init=0,lazy_journal_init=0 "$1" && mount "$1" $mnt
@@ -67,6 +77,7 @@ s1() {	# random overwrite of a written file: nothing should block
 	local dev=$1 tag=$2
 	fresh_fs "$dev" && written $mnt/f 256
 	every "S1$tag" drop --filename=$mnt/f --size=256m --rw=randwrite
+	psync "S1$tag" drop --filename=$mnt/f --size=256m --rw=randwrite
 }
 s2() {	# writes into unwritten extents while jbd2 is kept busy
 	fresh_fs /dev/nvme0n1
@@ -122,19 +133,25 @@ s5() {	# tag starvation: ext4 on NVMe with 4 requests; raw null_blk, 2 tags
 s6() {	# buffered random reads of a cold file
 	fresh_fs /dev/nvme0n1 && written $mnt/f 256
 	every S6 drop --filename=$mnt/f --size=256m --rw=randread --direct=0
+	psync S6 drop --filename=$mnt/f --size=256m --rw=randread --direct=0
 }
 s7() {	# writes while the fs is frozen for 1 s
 	fresh_fs /dev/nvme0n1 && written $mnt/f 64
 	# Frozen for 1 s once fio is writing (its startup takes seconds).
+	# The rig's kernel has no /proc/PID/io (TASK_IO_ACCOUNTING), so
+	# "writing" is 1 MiB more written to the device since fio started.
 	freeze() {
-		( for _ in $(seq 300); do
-			p=$(pgrep -x fio | tail -1)
-			w=$(awk '/^write_bytes/{print $2}' /proc/${p:-0}/io 2>/dev/null)
-			[ "${w:-0}" -gt 0 ] && break
-			sleep 0.1
+		( st=/sys/block/nvme0n1/stat w0=
+		  for _ in $(seq 600); do
+			if [ -z "$w0" ]; then
+				pgrep -x fio >/dev/null && w0=$(awk '{print $7}' $st)
+			elif [ $(($(awk '{print $7}' $st) - w0)) -gt 2048 ]; then
+				break
+			fi
+			sleep 0.05
 		  done
 		  sleep 0.5; fsfreeze -f $mnt; echo "S7 frozen at $(date +%T.%N)" >>"$out/S7.info"
-		  sleep 1; fsfreeze -u $mnt ) &
+		  sleep 1; fsfreeze -u $mnt; echo "S7 thawed at $(date +%T.%N)" >>"$out/S7.info" ) &
 	}
 	every S7 freeze --filename=$mnt/f --size=64m --rw=randwrite
 	wait
