@@ -206,6 +206,42 @@ void aio_cgroup_uncharge(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
 }
 
 /**
+ * aio_cgroup_charge_current - charge one unit to the calling thread's cgroup
+ * @res: the resource
+ *
+ * aio_cgroup_get_current() and aio_cgroup_try_charge() in one call, for
+ * the submission path, which takes a request slot for every read and
+ * write.
+ *
+ * Context: any; never sleeps.
+ * Return: the referenced, charged cgroup (NULL without one), for
+ * aio_cgroup_uncharge_put(); ERR_PTR(-EAGAIN) if it or an ancestor is at
+ * its limit.
+ */
+struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res)
+{
+	struct aio_cgroup *aiocg = aio_cgroup_get_current();
+
+	if (!aio_cgroup_try_charge(aiocg, res))
+		return aiocg;
+	aio_cgroup_put(aiocg);
+	return ERR_PTR(-EAGAIN);
+}
+
+/**
+ * aio_cgroup_uncharge_put - undo aio_cgroup_charge_current()
+ * @aiocg: the cgroup it returned, or NULL
+ * @res: the resource
+ *
+ * Context: any, including irq.
+ */
+void aio_cgroup_uncharge_put(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
+{
+	aio_cgroup_uncharge(aiocg, res);
+	aio_cgroup_put(aiocg);
+}
+
+/**
  * aio_cgroup_count - count an event of a request in aio.stat
  * @aiocg: the submitter's cgroup, or NULL
  * @item: an enum aio_punt_reason or enum aio_stat_item
