@@ -118,34 +118,10 @@ static inline void aio_pool_complete(struct aio_pool *pool,
 #endif
 
 #ifdef CONFIG_CGROUP_AIO
-struct aio_cgroup *aio_cgroup_get_current(void);
-void aio_cgroup_put(struct aio_cgroup *aiocg);
-int aio_cgroup_try_charge(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
-void aio_cgroup_uncharge(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
 struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res);
 void aio_cgroup_uncharge_put(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
 void aio_cgroup_count(struct aio_cgroup *aiocg, unsigned int item);
 #else
-static inline struct aio_cgroup *aio_cgroup_get_current(void)
-{
-	return NULL;
-}
-
-static inline void aio_cgroup_put(struct aio_cgroup *aiocg)
-{
-}
-
-static inline int aio_cgroup_try_charge(struct aio_cgroup *aiocg,
-					enum aio_cgroup_res res)
-{
-	return 0;
-}
-
-static inline void aio_cgroup_uncharge(struct aio_cgroup *aiocg,
-				       enum aio_cgroup_res res)
-{
-}
-
 static inline struct aio_cgroup *
 aio_cgroup_charge_current(enum aio_cgroup_res res)
 {

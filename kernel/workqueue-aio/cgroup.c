@@ -128,7 +128,7 @@ static void aio_css_free(struct cgroup_subsys_state *css)
  * Context: any; never sleeps.
  * Return: a referenced cgroup, for aio_cgroup_put().
  */
-struct aio_cgroup *aio_cgroup_get_current(void)
+static struct aio_cgroup *aio_cgroup_get_current(void)
 {
 	return css_aio(task_get_css(current, aio_cgrp_id));
 }
@@ -139,7 +139,7 @@ struct aio_cgroup *aio_cgroup_get_current(void)
  *
  * Context: any.
  */
-void aio_cgroup_put(struct aio_cgroup *aiocg)
+static void aio_cgroup_put(struct aio_cgroup *aiocg)
 {
 	if (aiocg)
 		css_put(&aiocg->css);
@@ -166,7 +166,8 @@ static void aio_cgroup_cancel(struct aio_cgroup *aiocg,
  * Context: any, including irq; never sleeps.
  * Return: 0, or -EAGAIN if this cgroup or an ancestor is at its limit.
  */
-int aio_cgroup_try_charge(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
+static int aio_cgroup_try_charge(struct aio_cgroup *aiocg,
+				 enum aio_cgroup_res res)
 {
 	struct aio_cgroup *p;
 
@@ -195,7 +196,8 @@ int aio_cgroup_try_charge(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
  *
  * Context: any, including irq.
  */
-void aio_cgroup_uncharge(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
+static void aio_cgroup_uncharge(struct aio_cgroup *aiocg,
+				enum aio_cgroup_res res)
 {
 	struct aio_cgroup *p;
 
@@ -209,9 +211,9 @@ void aio_cgroup_uncharge(struct aio_cgroup *aiocg, enum aio_cgroup_res res)
  * aio_cgroup_charge_current - charge one unit to the calling thread's cgroup
  * @res: the resource
  *
- * aio_cgroup_get_current() and aio_cgroup_try_charge() in one call, for
- * the submission path, which takes a request slot for every read and
- * write.
+ * aio_cgroup_get_current() and aio_cgroup_try_charge() in one call: the
+ * submission path takes a request slot this way for every read and
+ * write, so it costs one call.
  *
  * Context: any; never sleeps.
  * Return: the referenced, charged cgroup (NULL without one), for

@@ -119,18 +119,20 @@ static int aio_worker(void *data);
  */
 static int aio_pool_spawn(struct aio_pool *pool)
 {
-	struct aio_cgroup *aiocg = aio_cgroup_get_current();
+	struct aio_cgroup *aiocg = aio_cgroup_charge_current(AIO_CG_WORKERS);
 	struct task_struct *tsk;
-	int err = -EDQUOT;
+	int err;
 
-	if (aio_cgroup_try_charge(aiocg, AIO_CG_WORKERS))
+	if (IS_ERR(aiocg)) {
+		err = -EDQUOT;
 		goto fail;
+	}
 	pool->spawn_cg = aiocg;
 	refcount_inc(&pool->refs);
 	tsk = create_io_thread(aio_worker, pool, NUMA_NO_NODE);
 	if (IS_ERR(tsk)) {
 		aio_pool_put(pool);
-		aio_cgroup_uncharge(aiocg, AIO_CG_WORKERS);
+		aio_cgroup_uncharge_put(aiocg, AIO_CG_WORKERS);
 		err = PTR_ERR(tsk);
 		goto fail;
 	}
@@ -143,7 +145,6 @@ fail:
 	pool->nr_workers--;
 	pool->spawning = false;
 	spin_unlock_irq(&pool->lock);
-	aio_cgroup_put(aiocg);
 	return err;
 }
 
@@ -314,8 +315,7 @@ static int aio_worker(void *data)
 	}
 	spin_unlock_irq(&pool->lock);
 
-	aio_cgroup_uncharge(aiocg, AIO_CG_WORKERS);
-	aio_cgroup_put(aiocg);
+	aio_cgroup_uncharge_put(aiocg, AIO_CG_WORKERS);
 	aio_pool_put(pool);
 	do_exit(0);
 }
