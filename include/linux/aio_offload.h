@@ -16,6 +16,7 @@ enum aio_punt_reason {
 	AIO_PUNT_EOPNOTSUPP,		/* this path has no NOWAIT */
 	AIO_PUNT_SHORT,			/* the NOWAIT try did part of it */
 	AIO_PUNT_ORDERED,		/* queued behind earlier ones on the file */
+	AIO_PUNT_APPEND,		/* O_APPEND write */
 	AIO_PUNT_NR,
 };
 
@@ -47,7 +48,7 @@ struct aio_cgroup;
  * @cancel:	complete the request with error @err instead of running it:
  *		-EINTR when the process is exiting and no worker is left,
  *		-ECANCELED after aio_pool_cancel()
- * @key:	requests with the same key (the file) start in the order they
+ * @key:	requests with the same key (the inode) start in the order they
  *		were queued; NULL: no ordering
  * @shared:	a read: may be issued alongside other @shared requests with
  *		the same key.  An exclusive one (a write) is issued alone, and

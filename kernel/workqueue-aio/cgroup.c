@@ -79,6 +79,7 @@ static const char * const aio_stat_name[AIO_STAT_NR] = {
 	[AIO_PUNT_EOPNOTSUPP]		= "punt_eopnotsupp",
 	[AIO_PUNT_SHORT]		= "punt_short",
 	[AIO_PUNT_ORDERED]		= "punt_ordered",
+	[AIO_PUNT_APPEND]		= "punt_append",
 	[AIO_STAT_INLINE]		= "inline",
 	[AIO_STAT_REISSUE]		= "reissue",
 	[AIO_STAT_FSYNC]		= "fsync",

@@ -39,6 +39,7 @@
 #include <linux/aio_offload.h>
 #include <linux/hash.h>
 #include <linux/refcount.h>
+#include <linux/resume_user_mode.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -149,9 +150,14 @@ fail:
 }
 
 /* Count @work in or out of its bucket's queued requests (@d: +1 or -1). */
-static void aio_pool_count_queued(struct aio_pool_order *o,
+static void aio_pool_count_queued(struct aio_pool *pool,
 				  struct aio_offload_work *work, int d)
 {
+	struct aio_pool_order *o;
+
+	if (!work->key)
+		return;
+	o = aio_pool_order(pool, work->key);
 	WRITE_ONCE(o->queued, o->queued + d);
 	if (!work->shared)
 		WRITE_ONCE(o->queued_writers, o->queued_writers + d);
@@ -203,7 +209,7 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 found:
 	list_del_init(&work->node);
 	if (work->key) {
-		aio_pool_count_queued(o, work, -1);
+		aio_pool_count_queued(pool, work, -1);
 		if (work->shared) {
 			WRITE_ONCE(o->readers, o->readers + 1);
 		} else {
@@ -267,6 +273,14 @@ static int aio_worker(void *data)
 				aio_pool_spawn(pool);
 			/* @work may be freed once it has run. */
 			work->run(work);
+			/*
+			 * What a return to user space would do: the final
+			 * fput() of a completed request's file is task work.
+			 */
+			if (test_thread_flag(TIF_NOTIFY_RESUME)) {
+				__set_current_state(TASK_RUNNING);
+				resume_user_mode_work(NULL);
+			}
 			cond_resched();
 			timed_out = false;
 			spin_lock_irq(&pool->lock);
@@ -308,6 +322,7 @@ static int aio_worker(void *data)
 			work = list_first_entry(&pool->queue,
 						struct aio_offload_work, node);
 			list_del_init(&work->node);
+			aio_pool_count_queued(pool, work, -1);
 			spin_unlock_irq(&pool->lock);
 			work->cancel(work, -EINTR);
 			spin_lock_irq(&pool->lock);
@@ -377,9 +392,7 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !pool->dead;
 	if (queued) {
 		list_add_tail(&work->node, &pool->queue);
-		if (work->key)
-			aio_pool_count_queued(aio_pool_order(pool, work->key),
-					      work, 1);
+		aio_pool_count_queued(pool, work, 1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (queued)
@@ -434,9 +447,7 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !list_empty(&work->node);
 	if (queued) {
 		list_del_init(&work->node);
-		if (work->key)
-			aio_pool_count_queued(aio_pool_order(pool, work->key),
-					      work, -1);
+		aio_pool_count_queued(pool, work, -1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	/* Requests it held back may be able to start now. */
@@ -472,9 +483,11 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
  * aio_pool_shutdown - let the workers go once their queue is empty
  * @pool: the pool
  *
- * Queued requests still run: io_destroy() waits for them as it waits for
- * any other request.  Requests may still be queued until the last worker
- * has exited.
+ * Cancels nothing: what is still queued (io_destroy() cancels what is
+ * queued when it starts, but a completion may queue a reissue after
+ * that) still runs, and io_destroy() waits for it as for any other
+ * request.  Requests may still be queued until the last worker has
+ * exited.
  *
  * Context: process context.
  */

@@ -17,6 +17,7 @@ TRACE_DEFINE_ENUM(AIO_PUNT_EAGAIN);
 TRACE_DEFINE_ENUM(AIO_PUNT_EOPNOTSUPP);
 TRACE_DEFINE_ENUM(AIO_PUNT_SHORT);
 TRACE_DEFINE_ENUM(AIO_PUNT_ORDERED);
+TRACE_DEFINE_ENUM(AIO_PUNT_APPEND);
 
 #define aio_show_reason(r)						\
 	__print_symbolic(r,						\
@@ -27,7 +28,8 @@ TRACE_DEFINE_ENUM(AIO_PUNT_ORDERED);
 			 { AIO_PUNT_EAGAIN,		"eagain" },		\
 			 { AIO_PUNT_EOPNOTSUPP,		"eopnotsupp" },		\
 			 { AIO_PUNT_SHORT,		"short" },		\
-			 { AIO_PUNT_ORDERED,		"ordered" })
+			 { AIO_PUNT_ORDERED,		"ordered" },		\
+			 { AIO_PUNT_APPEND,		"append" })
 
 /*
  * Events about one read or write: the file (device and inode), the file

@@ -618,7 +618,7 @@ TEST_F_TIMEOUT(aiocg, stat_inline_ratio, AIO_DEV_TEST_TIMEOUT)
 		static const char * const punts[] = { "punt_no_nowait",
 			"punt_dsync", "punt_blocking_queue", "punt_frozen",
 			"punt_eagain", "punt_eopnotsupp", "punt_short",
-			"punt_ordered" };
+			"punt_ordered", "punt_append" };
 		unsigned int k;
 
 		for (k = 0; k < ARRAY_SIZE(punts); k++)

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1425,8 +1426,9 @@ TEST_F_TIMEOUT(offload, destroy_with_punted, AIO_DEV_TEST_TIMEOUT)
  * io_cancel() of a punted request that no worker has started: it returns
  * EINPROGRESS and the request completes at once with -ECANCELED, without
  * running (its data never lands), while the one a worker runs (held by
- * the frozen filesystem) cannot be cancelled (EAGAIN) and completes
- * normally after the thaw.  The order of the others is kept.
+ * the frozen filesystem) cannot be cancelled (EINVAL, as for any request
+ * in flight) and completes normally after the thaw.  The order of the
+ * others is kept.
  */
 TEST_F_TIMEOUT(offload, cancel_queued, AIO_DEV_TEST_TIMEOUT)
 {
@@ -1489,7 +1491,7 @@ TEST_F_TIMEOUT(offload, cancel_queued, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(-1, r_again);
 	EXPECT_EQ(EINVAL, err_again) TH_LOG("%s", strerror(err_again));
 	EXPECT_EQ(-1, r_run);
-	EXPECT_EQ(EAGAIN, err_run) TH_LOG("%s", strerror(err_run));
+	EXPECT_EQ(EINVAL, err_run) TH_LOG("%s", strerror(err_run));
 	ASSERT_EQ(1, early);
 	EXPECT_EQ((uint64_t)CANCEL_VICTIM, cancelled.data);
 	EXPECT_EQ((uintptr_t)&st->cb[CANCEL_VICTIM], cancelled.obj);
@@ -1786,6 +1788,180 @@ TEST_F_TIMEOUT(offload, rlimit_fsize, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, 0));
 	bad = aio_verify_pattern(st->rbuf, BLK, b, 0);
 	EXPECT_EQ(-1, bad) TH_LOG("block 0: bad byte at %zd", bad);
+}
+
+/*
+ * A write that crosses RLIMIT_FSIZE is cut at the limit and completes
+ * short, without SIGXFSZ (generic_write_check_limits()).  With offload,
+ * the NOWAIT try writes up to the limit and the rest would go to a
+ * worker, where the limit is already reached: the result must still be
+ * the short count, and no signal.
+ */
+TEST_F_TIMEOUT(offload, rlimit_fsize_crossing, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	struct timespec zero = { 0, 0 };
+	struct rlimit old, lim;
+	const char *skip;
+	uint64_t a, b;
+	sigset_t xfsz;
+	struct stat sb;
+	ssize_t bad;
+	int sig;
+
+	skip = need(_metadata, NEED_DEV | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	a = aio_new_seed();
+	b = aio_new_seed();
+	make_file(_metadata, st, "cross", FILE_LEN, O_DIRECT, a);
+	dio_warm_up(_metadata, st);
+	new_ctx(_metadata, &st->ctx, 4);
+	/* The last block of the file and one past it. */
+	aio_fill_pattern(st->wbuf, 2 * BLK, b, FILE_LEN - BLK);
+	aio_prep_rw(&st->cb[0], IOCB_CMD_PWRITE, st->fd, st->wbuf, 2 * BLK,
+		    FILE_LEN - BLK, 0);
+	st->list[0] = &st->cb[0];
+
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	ASSERT_EQ(0, pthread_sigmask(SIG_BLOCK, &xfsz, NULL));
+	ASSERT_EQ(0, getrlimit(RLIMIT_FSIZE, &old));
+	lim = old;
+	lim.rlim_cur = FILE_LEN;
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &lim));
+	EXPECT_EQ(1, sys_io_submit(st->ctx, 1, st->list))
+		TH_LOG("io_submit: %s", strerror(errno));
+	EXPECT_EQ(1, aio_reap(st->ctx, st->ev, 1, AIO_REAP_TIMEOUT_SEC));
+	ASSERT_EQ(0, setrlimit(RLIMIT_FSIZE, &old));
+	EXPECT_EQ(BLK, st->ev[0].res);
+	sig = sigtimedwait(&xfsz, NULL, &zero);
+	EXPECT_EQ(-1, sig) TH_LOG("signal %d pending", sig);
+
+	ASSERT_EQ(0, fstat(st->fd, &sb));
+	EXPECT_EQ(FILE_LEN, sb.st_size);
+	memset(st->rbuf, POISON, BLK);
+	ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, FILE_LEN - BLK));
+	bad = aio_verify_pattern(st->rbuf, BLK, b, FILE_LEN - BLK);
+	EXPECT_EQ(-1, bad) TH_LOG("last block: bad byte at %zd", bad);
+}
+
+/*
+ * A file closed while a request holds it is released when the request
+ * completes: its flock() goes away.  The final fput() is task work of
+ * the thread that drops the last reference, here a worker (O_DSYNC
+ * writes always go to one), which never returns to user space: unless
+ * it runs its task work, the file stays open until the worker exits.
+ * The lock is released just after the event is posted, so a moment is
+ * allowed for it.
+ */
+TEST_F_TIMEOUT(offload, close_before_completion, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	const char *skip;
+	uint64_t a, b;
+	int fd, i, ret;
+	ssize_t bad;
+
+	skip = need(_metadata, NEED_DEV | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	a = aio_new_seed();
+	b = aio_new_seed();
+	make_file(_metadata, st, "closed", FILE_LEN, 0, a);
+	new_ctx(_metadata, &st->ctx, 4);
+	fd = open(st->path, O_RDWR | O_DSYNC);
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", st->path, strerror(errno));
+	ASSERT_EQ(0, flock(fd, LOCK_EX));
+	aio_fill_pattern(st->wbuf, BLK, b, 0);
+	aio_prep_rw(&st->cb[0], IOCB_CMD_PWRITE, fd, st->wbuf, BLK, 0, 0);
+	st->list[0] = &st->cb[0];
+	ret = sys_io_submit(st->ctx, 1, st->list);
+	close(fd);
+	ASSERT_EQ(1, ret) TH_LOG("io_submit: %s", strerror(errno));
+	ASSERT_EQ(1, aio_reap(st->ctx, st->ev, 1, AIO_REAP_TIMEOUT_SEC));
+	EXPECT_EQ(BLK, st->ev[0].res);
+
+	/* st->fd is another open file description: flock() conflicts. */
+	for (i = 0; i < 200; i++) {
+		ret = flock(st->fd, LOCK_EX | LOCK_NB);
+		if (!ret || errno != EWOULDBLOCK)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(0, ret) TH_LOG("flock: %s after %d tries: the closed file "
+				 "was not released", strerror(errno), i);
+
+	memset(st->rbuf, POISON, BLK);
+	ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, 0));
+	bad = aio_verify_pattern(st->rbuf, BLK, b, 0);
+	EXPECT_EQ(-1, bad) TH_LOG("block 0: bad byte at %zd", bad);
+}
+
+/*
+ * O_APPEND writes go to a worker without a NOWAIT try (one that stopped
+ * part way could not be finished as one append).  Two appends in one
+ * io_submit() land whole, in submission order, and the submitter does
+ * not sleep.
+ */
+TEST_F_TIMEOUT(offload, append_in_order, AIO_DEV_TEST_TIMEOUT)
+{
+	struct offload_state *st = &self->st;
+	const char *skip;
+	uint64_t a, b, c;
+	long ret, nvcsw;
+	struct stat sb;
+	ssize_t bad;
+
+	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
+	if (skip)
+		SKIP(return, "%s", skip);
+	skip = scratch_fs(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+
+	a = aio_new_seed();
+	b = aio_new_seed();
+	c = aio_new_seed();
+	make_file(_metadata, st, "append", FILE_LEN, O_APPEND, a);
+	new_ctx(_metadata, &st->ctx, 4);
+	/* Offsets are ignored for appends. */
+	aio_fill_pattern(st->wbuf, 3 * BLK, b, FILE_LEN);
+	aio_fill_pattern(st->wbuf + 3 * BLK, BLK, c, FILE_LEN + 3 * BLK);
+	aio_prep_rw(&st->cb[0], IOCB_CMD_PWRITE, st->fd, st->wbuf, 3 * BLK,
+		    0, 0);
+	aio_prep_rw(&st->cb[1], IOCB_CMD_PWRITE, st->fd, st->wbuf + 3 * BLK,
+		    BLK, 0, 1);
+	st->list[0] = &st->cb[0];
+	st->list[1] = &st->cb[1];
+	ret = aio_submit_nvcsw(st->ctx, 2, st->list, &nvcsw);
+	ASSERT_EQ(2, ret) TH_LOG("io_submit: %s", strerror(errno));
+	EXPECT_EQ(0, nvcsw);
+	ASSERT_EQ(2, aio_reap(st->ctx, st->ev, 2, AIO_REAP_TIMEOUT_SEC));
+	for (ret = 0; ret < 2; ret++)
+		EXPECT_EQ(st->ev[ret].data ? BLK : 3 * BLK, st->ev[ret].res);
+
+	ASSERT_EQ(0, fstat(st->fd, &sb));
+	EXPECT_EQ(FILE_LEN + 4 * BLK, sb.st_size);
+	memset(st->rbuf, POISON, 4 * BLK);
+	ASSERT_EQ(4 * BLK, pread(st->fd, st->rbuf, 4 * BLK, FILE_LEN));
+	bad = aio_verify_pattern(st->rbuf, 3 * BLK, b, FILE_LEN);
+	EXPECT_EQ(-1, bad) TH_LOG("first append: bad byte at %zd", bad);
+	bad = aio_verify_pattern(st->rbuf + 3 * BLK, BLK, c,
+				 FILE_LEN + 3 * BLK);
+	EXPECT_EQ(-1, bad) TH_LOG("second append: bad byte at %zd", bad);
+	memset(st->rbuf, POISON, BLK);
+	ASSERT_EQ(BLK, pread(st->fd, st->rbuf, BLK, FILE_LEN - BLK));
+	bad = aio_verify_pattern(st->rbuf, BLK, a, FILE_LEN - BLK);
+	EXPECT_EQ(-1, bad) TH_LOG("old last block: bad byte at %zd", bad);
 }
 
 /*
