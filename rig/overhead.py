@@ -37,6 +37,22 @@ def run(outdir, job, mode, r, segs, hz):
     return ios * 1000.0 / msec, busy / hz / ios
 
 
+def aio_stat(outdir, job, mode, runs, segs):
+    """aio.stat counters summed over the slices of a job and mode."""
+    tot = {}
+    for r in range(1, runs + 1):
+        for s in range(1, segs + 1):
+            d = os.path.join(outdir, '%s-%s-%d-%d' % (job, mode, r, s))
+            val = []
+            for n in ('aio.stat.0', 'aio.stat.1'):
+                with open(os.path.join(d, n)) as f:
+                    val.append(dict((k, int(v)) for k, v in
+                                    (ln.split() for ln in f)))
+            for k in val[1]:
+                tot[k] = tot.get(k, 0) + val[1][k] - val[0].get(k, 0)
+    return tot
+
+
 def main():
     outdir, runs, segs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     with open(os.path.join(outdir, 'clk_tck')) as f:
@@ -99,6 +115,19 @@ def main():
                   statistics.median(b / a for a, b in zip(c0, cw)),
                   statistics.median(b / a for a, b in zip(iw, i1)),
                   statistics.median(b / a for a, b in zip(cw, c1))))
+    # Offload=1 should have done everything inline here: a punt is a
+    # different cost, and would make these numbers mean something else.
+    print()
+    for job in jobs:
+        st = aio_stat(outdir, job, '1', runs, segs)
+        punts = dict((k, v) for k, v in st.items()
+                     if v and k not in ('inline', 'fsync', 'cancelled'))
+        total = st.get('inline', 0) + sum(
+            v for k, v in punts.items() if k != 'reissue')
+        print('%s: offload=1 aio.stat: %d inline of %d (%.2f%%)%s' % (
+            job, st.get('inline', 0), total,
+            100.0 * st.get('inline', 0) / max(total, 1),
+            ''.join(', %s %d' % kv for kv in sorted(punts.items()))))
     return 0 if ok else 1
 
 

@@ -23,6 +23,10 @@
 # device time, no emulation), shows the CPU cost of the path alone:
 # there IOPS is CPU-bound.  Informational, no target.
 #
+# aio.stat of the root cgroup around each slice tells whether offload=1
+# really ran inline (a punt would be a different cost from the one
+# measured here).
+#
 # A third mode, "nw" (offload=0, fio's nowait=1: the user's RWF_NOWAIT,
 # which the offload code leaves alone), tells what NOWAIT itself costs
 # in the block layer and page cache, apart from the offload bookkeeping.
@@ -62,9 +66,11 @@ for r in \$(seq $runs); do
 				case \$m in 1) echo 1 ;; *) echo 0 ;; esac >/proc/sys/fs/aio-offload
 				d=/tmp/out/\$job-\$m-\$r-\$s
 				mkdir \$d
+				cat /sys/fs/cgroup/aio.stat >\$d/aio.stat.0
 				(cd \$d && fio --output-format=json --output=fio.json \
 					--section=\$sec --filename=\$dev \
 					--runtime=$seg $top/rig/fio/overhead.fio)
+				cat /sys/fs/cgroup/aio.stat >\$d/aio.stat.1
 			done
 		done
 	done
