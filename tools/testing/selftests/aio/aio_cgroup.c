@@ -296,6 +296,28 @@ static void reap_n(struct __test_metadata *_metadata, struct cg_state *st,
 }
 
 /*
+ * The root's aio.stat is there from boot.  Files a controller adds to the
+ * root stay hidden until the root is activated, which happened for the
+ * last controller set up only once some controller was enabled.  After
+ * that (a test below enables aio) there is nothing to see: skip.
+ */
+TEST(root_stat_at_boot)
+{
+	char buf[256];
+
+	if (!have_controller("aio"))
+		SKIP(return, "no aio cgroup controller (CONFIG_CGROUP_AIO)");
+	ASSERT_EQ(0, aio_read_file(CG_ROOT "/cgroup.subtree_control", buf,
+				   sizeof(buf)));
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0])
+		SKIP(return, "controllers enabled on the root already: %s", buf);
+	EXPECT_EQ(0, access(CG_ROOT "/aio.stat", F_OK))
+		TH_LOG("no aio.stat on the root before a controller is enabled");
+	EXPECT_LE(0, cg_key(_metadata, CG_ROOT, "aio.stat", "inline"));
+}
+
+/*
  * Defaults are "max"; a count or "max" is taken (whitespace around it
  * too); anything else is EINVAL and changes nothing.  Only aio.stat is on
  * the root cgroup.
