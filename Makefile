@@ -7,8 +7,9 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-.PHONY: help deps tree kernel kernel-stock kernel-perf refresh patch-check vm vm-stock \
-	check demo overhead bench series checkpatch series-check clean
+.PHONY: help deps tree kernel kernel-stock kernel-perf kernel-patched-perf \
+	refresh patch-check vm vm-stock check demo overhead bench series \
+	checkpatch series-check clean
 
 help:
 	@echo "make demo          boot the patched kernel, run the fio libaio demo"
@@ -17,7 +18,7 @@ help:
 	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
 	@echo "make kernel        build the patched kernel (build/patched/obj)"
 	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
-	@echo "make kernel-perf   both without lockdep, for bench and overhead (build/*-perf)"
+	@echo "make kernel-perf   both without lockdep, for bench (build/*-perf); overhead needs only the patched one"
 	@echo "make vm [CMD=...]  boot the patched kernel; run CMD or get a shell"
 	@echo "make vm-stock      the same with the stock kernel"
 	@echo "make refresh       write edits in build/patched/linux back to the overlay"
@@ -41,10 +42,13 @@ kernel-stock: deps
 
 # What bench and overhead measure: the same two trees without the lock
 # debugging make check wants (rig/debug.config).
-kernel-perf: tree
+kernel-perf: kernel-patched-perf
 	@rig/tree.sh stock
-	@rig/kernel.sh patched-perf
 	@rig/kernel.sh stock-perf
+
+# overhead boots only the patched kernel: no stock build for it.
+kernel-patched-perf: tree
+	@rig/kernel.sh patched-perf
 
 refresh: deps
 	@rig/tree.sh refresh
@@ -64,7 +68,7 @@ check: kernel
 demo: kernel
 	@rig/demo.sh
 
-overhead: kernel-perf
+overhead: kernel-patched-perf
 	@rig/overhead.sh
 
 # QUICK=1 only shows the bench runs (CI asserts no numbers): it uses the
