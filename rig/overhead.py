@@ -120,13 +120,16 @@ def main():
     print()
     for job in jobs:
         st = aio_stat(outdir, job, '1', runs, segs)
+        inline = st.get('inline', 0)
+        # Every request is either inline or punted for one reason.
         punts = dict((k, v) for k, v in st.items()
-                     if v and k not in ('inline', 'fsync', 'cancelled'))
-        total = st.get('inline', 0) + sum(
-            v for k, v in punts.items() if k != 'reissue')
+                     if v and k.startswith('punt_'))
+        total = inline + sum(punts.values())
+        # reissue: those of the punts that came from a bio's completion.
+        if st.get('reissue'):
+            punts['reissue'] = st['reissue']
         print('%s: offload=1 aio.stat: %d inline of %d (%.2f%%)%s' % (
-            job, st.get('inline', 0), total,
-            100.0 * st.get('inline', 0) / max(total, 1),
+            job, inline, total, 100.0 * inline / max(total, 1),
             ''.join(', %s %d' % kv for kv in sorted(punts.items()))))
     return 0 if ok else 1
 
