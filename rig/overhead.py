@@ -10,46 +10,67 @@ import statistics
 import sys
 
 
-def cpu_busy(path):
-    """Busy jiffies in a /proc/stat 'cpu' line: all but idle and iowait."""
+def read_slice_stat(path):
+    """Busy jiffies and aio.stat counters in a slice's pre/postrun output.
+
+    The first line is /proc/stat's 'cpu' line; busy is all but idle and
+    iowait.  The rest is the root cgroup's aio.stat.
+    """
     with open(path) as f:
-        v = [int(x) for x in f.read().split()[1:]]
-    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+        lines = f.read().splitlines()
+    v = [int(x) for x in lines[0].split()[1:]]
+    stat = dict((k, int(n)) for k, n in (ln.split() for ln in lines[1:]))
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7], stat
+
+
+def slices(outdir, job, mode, r, segs):
+    """fio's numbers and the pre/postrun figures of a run's slices."""
+    d = os.path.join(outdir, '%s-%d' % (job, r))
+    with open(os.path.join(d, 'fio.json')) as f:
+        jobs = dict((j['jobname'], j) for j in json.load(f)['jobs'])
+    for s in range(1, segs + 1):
+        name = '%s-%s-%d-%d' % (job, mode, r, s)
+        st = jobs[name]['write' if job.endswith('randwrite') else 'read']
+        if not st['total_ios']:
+            raise ValueError('%s: no I/O' % name)
+        pre = read_slice_stat(os.path.join(d, name + '.prerun.txt'))
+        post = read_slice_stat(os.path.join(d, name + '.postrun.txt'))
+        yield st, pre, post
 
 
 def run(outdir, job, mode, r, segs, hz):
-    """IOPS and CPU seconds per I/O of one run: the sum of its slices."""
-    sec = job.replace('nullb-', '') + ('-nowait' if mode == 'nw' else '')
-    ios = msec = busy = 0
-    for s in range(1, segs + 1):
-        d = os.path.join(outdir, '%s-%s-%d-%d' % (job, mode, r, s))
-        with open(os.path.join(d, 'fio.json')) as f:
-            data = json.load(f)
-        st = data['jobs'][0]['write' if job == 'randwrite' else 'read']
-        if not st['total_ios']:
-            raise ValueError('%s: no I/O' % d)
-        ios += st['total_ios']
-        msec += st['runtime']
-        # Busy time of all CPUs around the slice's I/O, idle and iowait
-        # excluded.
-        busy += (cpu_busy(os.path.join(d, sec + '.postrun.txt')) -
-                 cpu_busy(os.path.join(d, sec + '.prerun.txt')))
-    return ios * 1000.0 / msec, busy / hz / ios
+    """I/Os, seconds and busy CPU seconds of each slice of a run."""
+    return [(st['total_ios'], st['runtime'] / 1000.0, (post[0] - pre[0]) / hz)
+            for st, pre, post in slices(outdir, job, mode, r, segs)]
+
+
+def iops_cpu(sl):
+    """IOPS and CPU seconds per I/O of slices taken together."""
+    ios = sum(x[0] for x in sl)
+    return ios / sum(x[1] for x in sl), sum(x[2] for x in sl) / ios
+
+
+def paired(a, b):
+    """A run's b/a ratios of IOPS and of CPU per I/O.
+
+    Slice s of each mode ran within seconds of the others' slice s; the
+    host's speed changes between regimes that last several seconds (up
+    to 40% apart for the same job), so compare those neighbours, and take
+    the median over a run's slices, which a regime change inside one set
+    of neighbours does not move.
+    """
+    ri = [iops_cpu([y])[0] / iops_cpu([x])[0] for x, y in zip(a, b)]
+    rc = [iops_cpu([y])[1] / iops_cpu([x])[1] for x, y in zip(a, b)]
+    return statistics.median(ri), statistics.median(rc)
 
 
 def aio_stat(outdir, job, mode, runs, segs):
     """aio.stat counters summed over the slices of a job and mode."""
     tot = {}
     for r in range(1, runs + 1):
-        for s in range(1, segs + 1):
-            d = os.path.join(outdir, '%s-%s-%d-%d' % (job, mode, r, s))
-            val = []
-            for n in ('aio.stat.0', 'aio.stat.1'):
-                with open(os.path.join(d, n)) as f:
-                    val.append(dict((k, int(v)) for k, v in
-                                    (ln.split() for ln in f)))
-            for k in val[1]:
-                tot[k] = tot.get(k, 0) + val[1][k] - val[0].get(k, 0)
+        for _, pre, post in slices(outdir, job, mode, r, segs):
+            for k in post[1]:
+                tot[k] = tot.get(k, 0) + post[1][k] - pre[1].get(k, 0)
     return tot
 
 
@@ -58,35 +79,34 @@ def main():
     with open(os.path.join(outdir, 'clk_tck')) as f:
         hz = int(f.read())
     ok = True
-    print('%-14s %-8s %8s %10s   %s' % ('job', 'offload', 'IOPS',
-                                      'CPU us/IO', 'runs: IOPS'))
-    res = {}
     # 'nw': offload=0 with the user's RWF_NOWAIT.
     modes = ['0', '1', 'nw']
-    # The targets are NVMe's; nullb-randread (null_blk completing in
-    # the submitter) is the CPU cost of the path alone, informational.
+    # The targets are NVMe's; the null_blk jobs (completing in the
+    # submitter: no device time, no emulation) are the CPU cost of the
+    # path alone, informational.
     targeted = ('randread', 'randwrite')
-    jobs = targeted + ('nullb-randread',)
+    jobs = targeted + ('nullb-randread', 'nullb-randwrite')
+    data = dict(((job, m, r), run(outdir, job, m, r, segs, hz))
+                for job in jobs for m in modes for r in range(1, runs + 1))
+    print('All slices of a mode together (informational: the host\'s '
+          'speed drifts):')
+    print('%-15s %-8s %8s %10s   %s' % ('job', 'offload', 'IOPS',
+                                       'CPU us/IO', 'runs: IOPS'))
     for job in jobs:
-        for mode in modes:
-            iops, cpu = [], []
-            for r in range(1, runs + 1):
-                i, c = run(outdir, job, mode, r, segs, hz)
-                iops.append(i)
-                cpu.append(c * 1e6)
-            res[job, mode] = (iops, cpu)
-            print('%-14s %-8s %8.0f %10.1f   %s' % (
-                job, mode, statistics.median(iops), statistics.median(cpu),
-                ' '.join('%.0f' % x for x in iops)))
+        for m in modes:
+            v = [iops_cpu(data[job, m, r]) for r in range(1, runs + 1)]
+            print('%-15s %-8s %8.0f %10.1f   %s' % (
+                job, m, statistics.median(i for i, _ in v),
+                statistics.median(c for _, c in v) * 1e6,
+                ' '.join('%.0f' % i for i, _ in v)))
     print()
-    # The modes of a run take turns slice by slice, so each run's pair
-    # saw the same machine: the median of the per-run ratios is the
-    # robust figure on a shared host, where the noise between runs is
-    # larger than the targets.
+    print('Paired: per run, the median over its slices of each slice\'s '
+          'ratio to its neighbour; median of the runs:')
     for job in jobs:
-        (i0, c0), (i1, c1) = res[job, '0'], res[job, '1']
-        ri = sorted(b / a for a, b in zip(i0, i1))
-        rc = sorted(b / a for a, b in zip(c0, c1))
+        pr = [paired(data[job, '0', r], data[job, '1', r])
+              for r in range(1, runs + 1)]
+        ri = sorted(i for i, _ in pr)
+        rc = sorted(c for _, c in pr)
         di, dc = statistics.median(ri), statistics.median(rc)
         met_i, met_c = di >= 0.97, dc <= 1.10
         if job in targeted:
@@ -95,26 +115,27 @@ def main():
                       'met' if met_c else 'MISSED')
         else:
             mi = mc = 'informational'
-        print('%s: offload=1/offload=0 per run: IOPS %.3f (%.2f..%.2f, '
-              'target >= 0.97: %s), CPU per I/O %.3f (%.2f..%.2f, '
-              'target <= 1.10: %s); ratio of medians: IOPS %.3f, CPU %.3f' % (
-                  job, di, ri[0], ri[-1], mi, dc, rc[0], rc[-1], mc,
-                  statistics.median(i1) / statistics.median(i0),
-                  statistics.median(c1) / statistics.median(c0)))
+        print('%s: offload=1/offload=0: IOPS %.3f (runs %s; target >= 0.97: '
+              '%s), CPU per I/O %.3f (runs %s; target <= 1.10: %s)' % (
+                  job, di, ' '.join('%.3f' % x for x in ri), mi,
+                  dc, ' '.join('%.3f' % x for x in rc), mc))
     # Where the cost is: NOWAIT itself below fs/aio.c (RWF_NOWAIT on
     # offload=0 against offload=0), and the offload's own bookkeeping
     # (offload=1 against RWF_NOWAIT: the same NOWAIT I/O, plus charging,
     # hand-off state, the ordering check).  Informational, no target.
     print()
     for job in jobs:
-        (i0, c0), (i1, c1), (iw, cw) = (res[job, m] for m in modes)
+        a = [paired(data[job, '0', r], data[job, 'nw', r])
+             for r in range(1, runs + 1)]
+        b = [paired(data[job, 'nw', r], data[job, '1', r])
+             for r in range(1, runs + 1)]
         print('%s: RWF_NOWAIT/offload=0: IOPS %.3f, CPU %.3f; '
               'offload=1/RWF_NOWAIT: IOPS %.3f, CPU %.3f' % (
                   job,
-                  statistics.median(b / a for a, b in zip(i0, iw)),
-                  statistics.median(b / a for a, b in zip(c0, cw)),
-                  statistics.median(b / a for a, b in zip(iw, i1)),
-                  statistics.median(b / a for a, b in zip(cw, c1))))
+                  statistics.median(i for i, _ in a),
+                  statistics.median(c for _, c in a),
+                  statistics.median(i for i, _ in b),
+                  statistics.median(c for _, c in b)))
     # Offload=1 should have done everything inline here: a punt is a
     # different cost, and would make these numbers mean something else.
     print()

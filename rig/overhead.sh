@@ -10,18 +10,26 @@
 # checks them against the targets: offload=1 IOPS within 3% of
 # offload=0, CPU per I/O within 10%.
 #
-# Alternating, finely: on these shared 2-core hosts two 10 s runs in a
-# row differ by up to 15%, more than the targets, and the difference
-# drifts.  So one run of a mode is SEGS slices of SEG seconds, and the
-# modes take turns slice by slice, in an order that puts every mode in
-# every position equally often (SEGS=6: all six orders once), so
-# neither drift nor being first after a job change favours one mode.
-# /proc/stat is read by fio itself right before and after the I/O of a
-# slice (exec_prerun/exec_postrun), so fio's start-up is not counted.
+# Alternating, finely: on these shared 2-core hosts the same job's IOPS
+# differs by up to 20% between two 2 s stretches, more than the targets,
+# and the difference drifts.  So one run of a mode is SEGS slices of SEG
+# seconds, and the modes take turns slice by slice, in an order that puts
+# every mode in every position equally often (SEGS=6: all six orders
+# once), so neither drift nor being first after a job change favours one
+# mode.  All slices of a run and job are stonewalled jobs of one fio
+# process: starting fio under TCG takes seconds, which slices of their
+# own spent on start-up instead of on measuring.  Each slice sets its
+# mode and reads /proc/stat right before its I/O and again right after
+# (exec_prerun/exec_postrun), so start-up is not counted.  The sysctl is
+# 1 whenever a slice's io_setup() runs, so every context has its
+# workers, and offload=0 slices measure the stock path.  The estimate
+# is paired: per run, the median over slices of a slice's ratio to its
+# neighbour of the other mode, so a slow stretch of the host touches
+# both sides of a ratio instead of one mode's sum.
 #
-# A third job, randread on null_blk completing in the submitter (no
-# device time, no emulation), shows the CPU cost of the path alone:
-# there IOPS is CPU-bound.  Informational, no target.
+# Two more jobs, randread and randwrite on null_blk completing in the
+# submitter (no device time, no emulation), show the CPU cost of the
+# path alone: there IOPS is CPU-bound.  Informational, no target.
 #
 # aio.stat of the root cgroup around each slice tells whether offload=1
 # really ran inline (a punt would be a different cost from the one
@@ -48,35 +56,51 @@ cd /tmp
 echo 'precondition: write 512 MiB, warm up'
 fio --name=fill --filename=/dev/nvme0n1 --rw=write --bs=1M --size=512m \
 	--direct=1 --ioengine=libaio --iodepth=4 >/dev/null
-fio --section=randwrite --filename=/dev/nvme0n1 --runtime=3 \
-	$top/rig/fio/overhead.fio >/dev/null
+{ cat $top/rig/fio/overhead.fio
+  printf '%s\\n' filename=/dev/nvme0n1 '[warm]' rw=randwrite runtime=3
+} >/tmp/warm.fio
+fio /tmp/warm.fio >/dev/null
 # The raw device's page cache (partition scan at boot): NOWAIT direct
 # writes look it up (filemap_range_has_page()), blocking ones do not.
 grep Buffers /proc/meminfo
+# A slice's prerun (pre MODE) and postrun (post): CPU times, aio.stat.
+cat >/tmp/slice.sh <<'EOS'
+[ \$1 = pre ] && echo \$2 >/proc/sys/fs/aio-offload
+grep '^cpu ' /proc/stat
+cat /sys/fs/cgroup/aio.stat
+[ \$1 = post ] && echo 1 >/proc/sys/fs/aio-offload
+exit 0
+EOS
 orders=('0 1 nw' '1 nw 0' 'nw 0 1' '0 nw 1' '1 0 nw' 'nw 1 0')
 i=0
+echo 1 >/proc/sys/fs/aio-offload
 for r in \$(seq $runs); do
 	echo \"run \$r/$runs\"
-	for job in randread randwrite nullb-randread; do
+	for job in randread randwrite nullb-randread nullb-randwrite; do
 		dev=/dev/nvme0n1
-		[ \$job = nullb-randread ] && dev=/dev/nullb0
-		for s in \$(seq $segs); do
-			for m in \${orders[i++ % 6]}; do
-				sec=\${job#nullb-}; [ \$m = nw ] && sec=\$sec-nowait
-				case \$m in 1) echo 1 ;; *) echo 0 ;; esac >/proc/sys/fs/aio-offload
-				d=/tmp/out/\$job-\$m-\$r-\$s
-				mkdir \$d
-				cat /sys/fs/cgroup/aio.stat >\$d/aio.stat.0
-				(cd \$d && fio --output-format=json --output=fio.json \
-					--section=\$sec --filename=\$dev \
-					--runtime=$seg $top/rig/fio/overhead.fio)
-				cat /sys/fs/cgroup/aio.stat >\$d/aio.stat.1
+		case \$job in nullb-*) dev=/dev/nullb0 ;; esac
+		d=/tmp/out/\$job-\$r
+		mkdir \$d
+		{
+			cat $top/rig/fio/overhead.fio
+			echo \"filename=\$dev\"
+			for s in \$(seq $segs); do
+				for m in \${orders[i++ % 6]}; do
+					echo \"[\$job-\$m-\$r-\$s]\"
+					echo stonewall
+					echo \"rw=\${job#nullb-}\"
+					echo \"runtime=$seg\"
+					[ \$m = nw ] && echo nowait=1
+					echo \"exec_prerun=sh /tmp/slice.sh pre \${m/nw/0}\"
+					echo 'exec_postrun=sh /tmp/slice.sh post'
+				done
 			done
-		done
+		} >\$d/slices.fio
+		(cd \$d && fio --output-format=json --output=fio.json slices.fio)
 	done
 done
 getconf CLK_TCK >/tmp/out/clk_tck"
-echo "  OVERHEAD fio libaio on NVMe, $runs runs x 2 jobs x offload 0/1/0+RWF_NOWAIT, $segs x ${seg}s slices each"
+echo "  OVERHEAD fio libaio on NVMe, $runs runs x 4 jobs x offload 0/1/0+RWF_NOWAIT, $segs x ${seg}s slices each"
 NULLB="null_blk.irqmode=0 null_blk.hw_queue_depth=64" \
 	KERNEL=patched-perf QUIET=1 "$top/rig/vm.sh" "$cmd" || exit 1
 python3 "$top/rig/overhead.py" "$out" "$runs" "$segs"
