@@ -101,7 +101,6 @@ static const char *setup_file(struct __test_metadata *_metadata,
 	return NULL;
 }
 
-/* Submit the writes in one call, reap them all, check each result. */
 /* Submit, thaw if frozen, reap: each request moved all its bytes. */
 static void submit_and_reap(struct __test_metadata *_metadata,
 			    struct order_state *st, struct iocb *cbs, int nr)
@@ -120,8 +119,8 @@ static void submit_and_reap(struct __test_metadata *_metadata,
 	}
 	ASSERT_EQ(nr, aio_reap(st->ctx, ev, nr, 60));
 	for (i = 0; i < nr; i++) {
-		ASSERT_GT(nr, ev[i].data);
-		EXPECT_EQ(cbs[ev[i].data].aio_nbytes, ev[i].res)
+		ASSERT_GT((__u64)nr, ev[i].data);
+		EXPECT_EQ((__s64)cbs[ev[i].data].aio_nbytes, ev[i].res)
 			TH_LOG("iocb %llu: res %lld", (unsigned long long)ev[i].data,
 			       (long long)ev[i].res);
 	}
