@@ -8,7 +8,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 .PHONY: help deps tree kernel kernel-stock kernel-perf kernel-patched-perf \
-	refresh patch-check vm vm-stock check demo overhead bench series \
+	refresh patch-check vm vm-stock check check-debug kernel-debug demo \
+	overhead bench series \
 	checkpatch series-check clean
 
 help:
@@ -16,6 +17,7 @@ help:
 	@echo "make overhead      offload 0 vs 1 where nothing blocks: IOPS, CPU per I/O"
 	@echo "make bench         stock vs patched vs io_uring, scenarios S1-S7 (QUICK=1: short)"
 	@echo "make check         build, boot, run the aio selftests on NVMe, flash, null_blk"
+	@echo "make check-debug   the same on KASAN/kmemleak/lockdep kernels, leaks vs stock"
 	@echo "make kernel        build the patched kernel (build/patched/obj)"
 	@echo "make kernel-stock  build the unpatched kernel (build/stock/obj)"
 	@echo "make kernel-perf   both without lockdep, for bench (build/*-perf); overhead needs only the patched one"
@@ -65,6 +67,17 @@ vm-stock: kernel-stock
 check: kernel
 	@rig/check.sh
 
+# KASAN, KFENCE, DEBUG_OBJECTS, DEBUG_LIST, kmemleak on top of lockdep:
+# both trees, the stock one for kmemleak's baseline.  Not part of make
+# check's time budget.
+kernel-debug: tree
+	@rig/kernel.sh patched-debug
+	@rig/tree.sh stock
+	@rig/kernel.sh stock-debug
+
+check-debug: kernel-debug
+	@rig/check-debug.sh
+
 demo: kernel
 	@rig/demo.sh
 
@@ -93,5 +106,6 @@ series-check: deps tree
 # Outputs only; the kernel trees' unrefreshed edits are kept.
 clean:
 	rm -rf build/patched/obj build/stock/obj build/series/obj build/vm \
-		build/patched-perf build/stock-perf \
+		build/patched-perf build/stock-perf build/patched-debug \
+		build/stock-debug \
 		build/patched/kselftest build/stock/kselftest

@@ -9,13 +9,23 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${KERNEL:-patched}
-src=$top/build/$kernel/linux
+src=$top/build/${kernel%-debug}/linux
 kst=$top/build/$kernel/kselftest
+# A slower kernel (make check-debug) gets longer test timeouts: the
+# harness's per-test one is compiled in, the runner's per-program one is
+# overridden in the guest.
+scale=${TIMEOUT_SCALE:-1}
+ksft_cflags=
+ksft_env=
+if [ "$scale" != 1 ]; then
+	ksft_cflags="-DAIO_DEV_TEST_TIMEOUT=$((300 * scale))"
+	ksft_env="kselftest_override_timeout=$((600 * scale))"
+fi
 classes=${CLASSES:-nvme flash nullb}
 export NAME=${NAME:-check}
 
 echo "  KSFT    build tools/testing/selftests/aio"
-make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" all >/dev/null ||
+make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" USERCFLAGS="$ksft_cflags" all >/dev/null ||
 	{ echo "check.sh: selftests do not build" >&2; exit 1; }
 
 # The rig must be able to fail: a failing guest command and a kernel
@@ -44,10 +54,10 @@ fi
 cmd="set -e; for c in $classes; do
 	case \$c in nvme) d=/dev/nvme0n1 ;; flash) d=/dev/mmcblk0 ;; nullb) d=/dev/nullb0 ;; esac
 	echo \"### aio-check class=\$c dev=\$d\"
-	AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst run_tests
-done"
+	$ksft_env AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst run_tests
+done${CHECK_EPILOGUE:+; $CHECK_EPILOGUE}"
 echo "  RUN     aio selftests on: $classes"
-KERNEL=$kernel QUIET=${QUIET:-1} "$top/rig/vm.sh" "$cmd"
+KERNEL=$kernel QUIET=${QUIET:-1} TIMEOUT=$((1800 * scale)) "$top/rig/vm.sh" "$cmd"
 vmrc=$?
 python3 "$top/rig/ksft-summary.py" "$top/build/vm/$NAME/out/cmd.log" --vm-rc "$vmrc" \
 	--extra "rig:$rig_pass:$rig_fail"

@@ -37,6 +37,7 @@ esac
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /tmp/out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /tmp/out
 hostname aio-guest

@@ -1,19 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kernel.sh patched|stock|series|patched-perf|stock-perf: configure and
-# build bzImage out of tree (build/<which>/obj) with ccache, from
-# build/<which>/linux (the -perf ones from the tree without -perf).
+# kernel.sh patched|stock|series|patched-perf|stock-perf|patched-debug|
+# stock-debug: configure and build bzImage out of tree (build/<which>/obj)
+# with ccache, from build/<which>/linux (the -perf and -debug ones from
+# the tree without the suffix).
 #
 # The config is allnoconfig plus rig/kernel.config plus the selftests'
 # config fragment plus rig/debug.config (lockdep, atomic sleep checks)
 # except for the -perf kernels, so that the kernels compared get the
 # same options (the stock tree just has no CONFIG_AIO_OFFLOAD to set).
+# The -debug kernels (make check-debug) add rig/debug-full.config.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-which=${1:?usage: kernel.sh patched|stock|series|patched-perf|stock-perf}
+which=${1:?usage: kernel.sh patched|stock|series|patched-perf|stock-perf|patched-debug|stock-debug}
 tree=${which%-perf}
+tree=${tree%-debug}
 src=$top/build/$tree/linux
 obj=$top/build/$which/obj
 [ -d "$src" ] || { echo "kernel.sh: $src missing" >&2; exit 1; }
@@ -30,9 +33,12 @@ export KBUILD_BUILD_VERSION=1
 kmake() { make -s -C "$src" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" LOCALVERSION=-$which "$@"; }
 
 frag=$obj/rig.config
-debug=$top/rig/debug.config
-[ "$tree" = "$which" ] || debug=/dev/null
-cat "$top/rig/kernel.config" "$top/tools/testing/selftests/aio/config" "$debug" >"$frag.new"
+case $which in
+*-perf) debug=(/dev/null) ;;
+*-debug) debug=("$top/rig/debug.config" "$top/rig/debug-full.config") ;;
+*) debug=("$top/rig/debug.config") ;;
+esac
+cat "$top/rig/kernel.config" "$top/tools/testing/selftests/aio/config" "${debug[@]}" >"$frag.new"
 # A series step may add Kconfig symbols the old .config never saw.
 [ "$which" = series ] && rm -f "$obj/.config"
 if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
@@ -44,7 +50,7 @@ if ! cmp -s "$frag.new" "$frag" || [ ! -f "$obj/.config" ]; then
 	missing=$(grep -E '^CONFIG_' "$frag" | sort -u | while read -r l; do
 		# The stock tree (and early series steps) lack our symbols.
 		case "$which:${l%%=*}" in
-		patched:* | patched-perf:*) ;;
+		patched:* | patched-perf:* | patched-debug:*) ;;
 		*:CONFIG_AIO_OFFLOAD|*:CONFIG_CGROUP_AIO) continue ;;
 		esac
 		grep -qxF "$l" "$obj/.config" || echo "$l"

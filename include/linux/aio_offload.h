@@ -29,6 +29,8 @@ enum aio_stat_item {
 	AIO_STAT_REISSUE,		/* punts made by a NOWAIT bio's completion */
 	AIO_STAT_FSYNC,			/* fsync and fdatasync run by workers */
 	AIO_STAT_CANCELLED,		/* queued requests cancelled by io_cancel() */
+	AIO_STAT_EXIT_RUN,		/* run by workers after the process began to exit */
+	AIO_STAT_EXIT_FAILED,		/* of those, completed with an error */
 	AIO_STAT_NR,
 };
 
@@ -45,9 +47,8 @@ struct aio_cgroup;
  * struct aio_offload_work - a request handed to an AIO offload pool
  * @node:	entry in the pool's queue
  * @run:	redo the request, allowed to block; called from a worker
- * @cancel:	complete the request with error @err instead of running it:
- *		-EINTR when the process is exiting and no worker is left,
- *		-ECANCELED after aio_pool_cancel()
+ * @cancel:	complete the request with error @err (-ECANCELED) instead of
+ *		running it, after aio_pool_cancel() took it
  * @key:	requests with the same key (the inode) start in the order they
  *		were queued; NULL: no ordering
  * @shared:	a read: may be issued alongside other @shared requests with
@@ -80,6 +81,12 @@ void aio_pool_release(struct aio_pool *pool);
 bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared);
 bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work);
+void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work);
+void aio_pool_admit(struct aio_pool *pool);
+void aio_pool_retire(struct aio_pool *pool);
+bool aio_pool_idle(struct aio_pool *pool);
+bool aio_pool_exiting(struct aio_pool *pool);
+void aio_pool_orphan(struct aio_pool *pool);
 #else
 static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
@@ -116,12 +123,40 @@ static inline void aio_pool_complete(struct aio_pool *pool,
 				     struct aio_offload_work *work)
 {
 }
+
+static inline void aio_pool_requeue(struct aio_pool *pool,
+				    struct aio_offload_work *work)
+{
+}
+
+static inline void aio_pool_admit(struct aio_pool *pool)
+{
+}
+
+static inline void aio_pool_retire(struct aio_pool *pool)
+{
+}
+
+static inline bool aio_pool_idle(struct aio_pool *pool)
+{
+	return true;
+}
+
+static inline bool aio_pool_exiting(struct aio_pool *pool)
+{
+	return false;
+}
+
+static inline void aio_pool_orphan(struct aio_pool *pool)
+{
+}
 #endif
 
 #ifdef CONFIG_CGROUP_AIO
 struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res);
 void aio_cgroup_uncharge_put(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
 void aio_cgroup_count(struct aio_cgroup *aiocg, unsigned int item);
+void aio_cgroup_count_bypass(void);
 #else
 static inline struct aio_cgroup *
 aio_cgroup_charge_current(enum aio_cgroup_res res)
@@ -136,6 +171,10 @@ static inline void aio_cgroup_uncharge_put(struct aio_cgroup *aiocg,
 
 static inline void aio_cgroup_count(struct aio_cgroup *aiocg,
 				    unsigned int item)
+{
+}
+
+static inline void aio_cgroup_count_bypass(void)
 {
 }
 #endif

@@ -46,6 +46,9 @@ struct aio_cgroup_stat {
  * @limit:	aio.workers.max and aio.queue.max
  * @peak:	highest @nr seen (racy high-water mark, as pids.peak)
  * @events:	charges refused because this cgroup's limit was reached
+ * @bypass:	requests of this cgroup's contexts issued without offload
+ *		because aio.queue.max was reached while their context had
+ *		nothing admitted (see aio_cgroup_count_bypass())
  * @events_file: aio.events, for notifications
  * @stat:	per CPU counters of what this cgroup's requests did
  */
@@ -55,6 +58,7 @@ struct aio_cgroup {
 	atomic64_t			limit[AIO_CG_NR];
 	s64				peak[AIO_CG_NR];
 	atomic64_t			events[AIO_CG_NR];
+	atomic64_t			bypass;
 	struct cgroup_file		events_file;
 	struct aio_cgroup_stat __percpu	*stat;
 };
@@ -84,6 +88,8 @@ static const char * const aio_stat_name[AIO_STAT_NR] = {
 	[AIO_STAT_REISSUE]		= "reissue",
 	[AIO_STAT_FSYNC]		= "fsync",
 	[AIO_STAT_CANCELLED]		= "cancelled",
+	[AIO_STAT_EXIT_RUN]		= "exit_run",
+	[AIO_STAT_EXIT_FAILED]		= "exit_failed",
 };
 
 static struct aio_cgroup *css_aio(struct cgroup_subsys_state *css)
@@ -257,6 +263,27 @@ void aio_cgroup_count(struct aio_cgroup *aiocg, unsigned int item)
 		this_cpu_inc(aiocg->stat->item[item]);
 }
 
+/**
+ * aio_cgroup_count_bypass - count a request issued past aio.queue.max
+ *
+ * A context with nothing admitted found its cgroup full (of other
+ * processes' requests, say): reaping its own completions could never make
+ * room, so its request was issued without offload, as stock AIO would.
+ * Counted in aio.events (queue.max.bypass) of the submitter's cgroup.
+ *
+ * Context: process context; never sleeps.
+ */
+void aio_cgroup_count_bypass(void)
+{
+	struct aio_cgroup *aiocg = aio_cgroup_get_current();
+
+	if (!aiocg)
+		return;
+	atomic64_inc(&aiocg->bypass);
+	cgroup_file_notify(&aiocg->events_file);
+	aio_cgroup_put(aiocg);
+}
+
 static ssize_t aio_max_write(struct kernfs_open_file *of, char *buf,
 			     size_t nbytes, loff_t off)
 {
@@ -324,6 +351,8 @@ static int aio_events_show(struct seq_file *sf, void *v)
 	for (i = 0; i < AIO_CG_NR; i++)
 		seq_printf(sf, "%s %lld\n", aio_cgroup_max_name[i],
 			   (s64)atomic64_read(&aiocg->events[i]));
+	seq_printf(sf, "queue.max.bypass %lld\n",
+		   (s64)atomic64_read(&aiocg->bypass));
 	return 0;
 }
 

@@ -27,16 +27,28 @@
  * byte range until it completes, and requests overlapping it wait for
  * that.
  *
- * Workers share the mm, so exit_aio() (from the last mmput()) cannot run
- * before they are gone.  The last worker to exit cancels what is still
- * queued and marks the pool dead; queueing to a dead pool fails, so no
- * request waits for a worker that will never come.
+ * Nothing a program handed over is dropped: only io_cancel() cancels
+ * (what no worker has started).  A pool drains, running its queue to the
+ * end and waiting for every request it may still have to run (@pending),
+ * before its last worker exits, when
+ *  - io_destroy() (or exit_aio()) has closed the context: no more requests
+ *    can come (aio_pool_shutdown());
+ *  - the process is going away: its last user thread has exited
+ *    (aio_pool_orphan()), or a fatal signal (exit_group(), SIGKILL, exec's
+ *    de_thread(), a coredump) reached the workers.  PF_USER_WORKER threads
+ *    get that signal back from get_signal() instead of exiting; the worker
+ *    keeps it from interrupting the drain and drops its reference to the
+ *    file table, so that a userfaultfd or FUSE server of the dying process
+ *    is released and requests waiting on it fail instead of hanging.
+ * The process cannot be reaped, nor can exec or a coredump go on, until the
+ * workers are gone, as stock waits in exit_aio() for what is in flight.
  *
  * Each worker is charged to the aio cgroup of the thread that created it
  * (aio.workers.max).  A pool that may not grow runs its queue with the
  * workers it has; it always has one until it is shut down.
  */
 #include <linux/aio_offload.h>
+#include <linux/atomic.h>
 #include <linux/hash.h>
 #include <linux/refcount.h>
 #include <linux/resume_user_mode.h>
@@ -72,11 +84,17 @@ struct aio_pool_order {
  * @nr_idle:	workers waiting for work
  * @max_workers: limit on @nr_workers
  * @spawning:	a worker is being created; only one at a time
- * @shutdown:	the context is going away: workers exit when @queue is empty
+ * @closing:	the context is closed (io_destroy()): drain, then exit
+ * @exiting:	the process is going away: drain, then exit
  * @dead:	no worker is left: queueing fails
+ * @pending:	requests admitted (aio_pool_admit()) and not yet retired:
+ *		queued, running, or in flight inline and so maybe coming back
+ *		as a punt from their completion.  A draining pool's last
+ *		worker exits once it is 0.
  * @wait:	idle workers
  * @refs:	one for the owner, one per worker
  * @tgid:	the owning process, for the workers' names
+ * @sig:	its signal_struct, which the workers keep alive
  * @spawn_cg:	the cgroup charged for the worker being created; handed to
  *		it under @lock (one is created at a time)
  * @order:	ordering state per key bucket, under @lock
@@ -88,12 +106,15 @@ struct aio_pool {
 	unsigned int		nr_idle;
 	unsigned int		max_workers;
 	bool			spawning;
-	bool			shutdown;
+	bool			closing;
+	bool			exiting;
 	bool			dead;
 
+	atomic_t		pending;
 	wait_queue_head_t	wait;
 	refcount_t		refs;
 	pid_t			tgid;
+	struct signal_struct	*sig;
 	struct aio_cgroup	*spawn_cg;
 	struct aio_pool_order	order[1 << AIO_POOL_ORDER_BITS];
 };
@@ -219,8 +240,8 @@ found:
 		}
 	}
 	pool->nr_idle--;
-	*spawn = !pool->nr_idle && !pool->spawning && !pool->shutdown &&
-		 pool->nr_workers < pool->max_workers;
+	*spawn = !pool->nr_idle && !pool->spawning && !pool->closing &&
+		 !pool->exiting && pool->nr_workers < pool->max_workers;
 	if (*spawn) {
 		pool->spawning = true;
 		pool->nr_workers++;
@@ -234,6 +255,54 @@ static void aio_pool_done(struct aio_pool_order *o, bool shared)
 		WRITE_ONCE(o->readers, o->readers - 1);
 	else
 		WRITE_ONCE(o->writer, false);
+}
+
+/* Draining: no more requests can come but those already admitted. */
+static bool aio_pool_draining(struct aio_pool *pool)
+{
+	return READ_ONCE(pool->closing) || READ_ONCE(pool->exiting);
+}
+
+/**
+ * aio_pool_orphan - the process is going away
+ * @pool: the pool
+ *
+ * Its last user thread has exited, or a fatal signal reached a worker:
+ * the workers, which may be the only threads left, run what was admitted
+ * and exit, so that the process goes.
+ *
+ * Context: any; never sleeps.
+ */
+void aio_pool_orphan(struct aio_pool *pool)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	pool->exiting = true;
+	spin_unlock_irqrestore(&pool->lock, flags);
+	wake_up_all(&pool->wait);
+}
+
+/*
+ * A signal for a worker, which blocks all but SIGKILL and SIGSTOP.  A
+ * fatal one comes back from get_signal() (PF_USER_WORKER) rather than
+ * exiting: the process is going away, so drain.  From then on the
+ * SIGKILL, which stays in the process's shared pending set, must not
+ * interrupt the requests still to run: as vhost's workers did, clear
+ * TIF_SIGPENDING, and drop this thread's share of the file table (see
+ * the comment at the top).
+ */
+static void aio_worker_signal(struct aio_pool *pool)
+{
+	struct ksignal ksig;
+
+	if (signal_pending(current) && get_signal(&ksig))
+		aio_pool_orphan(pool);
+	if (READ_ONCE(pool->exiting)) {
+		clear_thread_flag(TIF_SIGPENDING);
+		if (current->files)
+			exit_files(current);
+	}
 }
 
 static int aio_worker(void *data)
@@ -256,12 +325,11 @@ static int aio_worker(void *data)
 	for (;;) {
 		bool spawn;
 
-		/*
-		 * The process is exiting: what has not started is
-		 * cancelled (by the last worker), not run.
-		 */
-		if (fatal_signal_pending(current))
-			break;
+		if (unlikely(signal_pending(current) || pool->exiting)) {
+			spin_unlock_irq(&pool->lock);
+			aio_worker_signal(pool);
+			spin_lock_irq(&pool->lock);
+		}
 		work = aio_pool_take(pool, &spawn);
 		if (work) {
 			/* Its range stays held until aio_pool_complete(). */
@@ -293,40 +361,35 @@ static int aio_worker(void *data)
 			pool->nr_idle++;
 			continue;
 		}
-		if (pool->shutdown || (timed_out && pool->nr_workers > 1))
+		if (timed_out && pool->nr_workers > 1)
 			break;
+		/*
+		 * Draining, a signal cannot end the wait, and must not make
+		 * it return at once (see aio_worker_signal()).  Waiting
+		 * first, then testing @pending, which aio_pool_retire()
+		 * drops without the lock, catches its wake-up.
+		 */
 		prepare_to_wait_exclusive(&pool->wait, &wait,
-					  TASK_INTERRUPTIBLE);
+					  aio_pool_draining(pool) ?
+					  TASK_IDLE : TASK_INTERRUPTIBLE);
+		if (aio_pool_draining(pool) && !atomic_read(&pool->pending)) {
+			finish_wait(&pool->wait, &wait);
+			break;
+		}
 		spin_unlock_irq(&pool->lock);
 		timed_out = !schedule_timeout(AIO_WORKER_IDLE_TIMEOUT);
 		finish_wait(&pool->wait, &wait);
-		if (signal_pending(current)) {
-			struct ksignal ksig;
-
-			/* Only a fatal signal makes this return true. */
-			if (get_signal(&ksig)) {
-				spin_lock_irq(&pool->lock);
-				break;
-			}
-		}
 		spin_lock_irq(&pool->lock);
 	}
 	pool->nr_idle--;
+	/*
+	 * Nothing is queued when the last worker goes: it only leaves a
+	 * draining pool with nothing pending, and a draining pool takes no
+	 * new requests.
+	 */
 	if (!--pool->nr_workers) {
 		pool->dead = true;
-		/*
-		 * One at a time under the lock: aio_pool_cancel() may be
-		 * taking them off the queue at the same time.
-		 */
-		while (!list_empty(&pool->queue)) {
-			work = list_first_entry(&pool->queue,
-						struct aio_offload_work, node);
-			list_del_init(&work->node);
-			aio_pool_count_queued(pool, work, -1);
-			spin_unlock_irq(&pool->lock);
-			work->cancel(work, -EINTR);
-			spin_lock_irq(&pool->lock);
-		}
+		WARN_ON_ONCE(!list_empty(&pool->queue));
 	}
 	spin_unlock_irq(&pool->lock);
 
@@ -361,8 +424,10 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
 	INIT_LIST_HEAD(&pool->queue);
 	init_waitqueue_head(&pool->wait);
 	refcount_set(&pool->refs, 1);
+	atomic_set(&pool->pending, 0);
 	pool->max_workers = max(max_workers, 1U);
 	pool->tgid = current->tgid;
+	pool->sig = current->signal;
 	pool->nr_workers = 1;
 	pool->spawning = true;
 	err = aio_pool_spawn(pool);
@@ -379,8 +444,9 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
  * @work: the request
  *
  * Context: any, including hard irq; never sleeps.
- * Return: true if a worker will run or cancel @work, false if the pool
- * has no worker left (the process is exiting).
+ * Return: true if a worker will run @work (or io_cancel() cancel it),
+ * false if the pool has no worker left: it drained, so @work was not
+ * admitted to it.
  */
 bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 {
@@ -480,22 +546,106 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
 }
 
 /**
- * aio_pool_shutdown - let the workers go once their queue is empty
+ * aio_pool_requeue - queue a started request again, ahead of the others
+ * @pool: the pool
+ * @work: a request a worker ran, which a fatal signal cut short
+ *
+ * It is older than everything queued, so it goes first; the range it
+ * held is given up, since it is queued to take it again.
+ *
+ * Context: any, including hard irq; never sleeps.
+ */
+void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	if (work->held) {
+		list_del(&work->hold);
+		work->held = false;
+	}
+	list_add(&work->node, &pool->queue);
+	aio_pool_count_queued(pool, work, 1);
+	spin_unlock_irqrestore(&pool->lock, flags);
+	wake_up(&pool->wait);
+}
+
+/**
+ * aio_pool_admit - count a request the pool may have to run
  * @pool: the pool
  *
- * Cancels nothing: what is still queued (io_destroy() cancels what is
- * queued when it starts, but a completion may queue a reissue after
- * that) still runs, and io_destroy() waits for it as for any other
- * request.  Requests may still be queued until the last worker has
- * exited.
+ * Called before a request is queued or tried inline; aio_pool_retire()
+ * once it can no longer come to the pool.  A draining pool's workers wait
+ * for all such requests.
  *
- * Context: process context.
+ * Context: any; never sleeps.
+ */
+void aio_pool_admit(struct aio_pool *pool)
+{
+	atomic_inc(&pool->pending);
+}
+
+/**
+ * aio_pool_retire - a request counted by aio_pool_admit() is done
+ * @pool: the pool
+ *
+ * Context: any, including hard irq; never sleeps.
+ */
+void aio_pool_retire(struct aio_pool *pool)
+{
+	if (atomic_dec_and_test(&pool->pending) && aio_pool_draining(pool))
+		wake_up_all(&pool->wait);
+}
+
+/**
+ * aio_pool_idle - has the pool nothing admitted?
+ * @pool: the pool
+ *
+ * Context: any.
+ */
+bool aio_pool_idle(struct aio_pool *pool)
+{
+	return !atomic_read(&pool->pending);
+}
+
+/**
+ * aio_pool_exiting - is the process of the pool going away?
+ * @pool: the pool
+ *
+ * True once its last user thread has exited, or a fatal signal, a
+ * coredump or exec began to take the process down (SIGNAL_GROUP_EXIT or
+ * group_exec_task is set before any thread gets the SIGKILL, so an I/O
+ * the signal interrupted sees it).
+ *
+ * Context: any, for a request admitted to the pool and not retired: its
+ * workers, which keep the signal_struct alive, wait for it.
+ */
+bool aio_pool_exiting(struct aio_pool *pool)
+{
+	struct signal_struct *sig = pool->sig;
+
+	return READ_ONCE(pool->exiting) ||
+	       (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT) ||
+	       READ_ONCE(sig->group_exec_task);
+}
+
+/**
+ * aio_pool_shutdown - the context is closed: drain, then let the workers go
+ * @pool: the pool
+ *
+ * Cancels nothing: the workers run what is queued and what is admitted
+ * until it is done, and exit then.  Call when no new request can be
+ * submitted to the context (its users reference is gone).
+ *
+ * Context: any; never sleeps.
  */
 void aio_pool_shutdown(struct aio_pool *pool)
 {
-	spin_lock_irq(&pool->lock);
-	pool->shutdown = true;
-	spin_unlock_irq(&pool->lock);
+	unsigned long flags;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	pool->closing = true;
+	spin_unlock_irqrestore(&pool->lock, flags);
 	wake_up_all(&pool->wait);
 }
 

@@ -82,6 +82,28 @@ DEFINE_EVENT(aio_rw_class, aio_worker_done,
 );
 
 /**
+ * aio_rw_requeue - a fatal signal cut short a worker's read or write: it is
+ *		    queued again for the rest
+ * @req:	the request
+ * @val:	bytes done so far
+ */
+DEFINE_EVENT(aio_rw_class, aio_rw_requeue,
+	     TP_PROTO(struct kiocb *req, long val),
+	     TP_ARGS(req, val)
+);
+
+/**
+ * aio_exit_error - a read or write run after its process began to exit
+ *		    failed
+ * @req:	the request
+ * @val:	the error in its event
+ */
+DEFINE_EVENT(aio_rw_class, aio_exit_error,
+	     TP_PROTO(struct kiocb *req, long val),
+	     TP_ARGS(req, val)
+);
+
+/**
  * aio_rw_punt - a read or write is handed to a worker
  * @req:	the request
  * @reason:	enum aio_punt_reason

@@ -81,14 +81,12 @@
 #define PARTIAL_LEN	MIB
 #define PARTIAL_CACHED	(64 * KIB)
 
-/* frozen_many, exit_with_punted, destroy_with_punted */
+/* frozen_many */
 #define FROZEN_NR	64
-#define EXIT_NR		200
-#define DESTROY_NR	32
 /* cancel_queued: iocb 0 is started (blocked), CANCEL_VICTIM is queued */
 #define CANCEL_NR	4
 #define CANCEL_VICTIM	2
-#define MAX_IOCBS	EXIT_NR
+#define MAX_IOCBS	200
 
 /* vectored: three segments, apart in memory, one range in the file */
 #define VEC_SEGS	3
@@ -170,20 +168,6 @@ static void pick_blocks(unsigned int *out, unsigned int nr,
 		out[i] = all[i];
 	}
 	free(all);
-}
-
-/* State letter of a process (its main thread), 0 if it is gone. */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (aio_read_file(path, buf, sizeof(buf)))
-		return 0;
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return 0;
-	return p[2];
 }
 
 /*
@@ -312,7 +296,7 @@ static bool bg_wait(struct bg_call *c)
 	return false;
 }
 
-/* What a child of exit_with_punted reports about its io_submit(). */
+/* What a child reports about its io_submit(). */
 struct child_report {
 	long ret;
 	int err;
@@ -609,39 +593,6 @@ static void verify_file(struct __test_metadata *_metadata,
 			TH_LOG("block %zu (pattern %s): bad byte at %zd", blk,
 			       want_b ? "B" : "A", bad);
 	}
-}
-
-/*
- * How many of the blocks flagged in is_b hold pattern b (the others of
- * them must hold pattern a: a write lands wholly or not at all); every
- * other block of the first len bytes of st->path must hold pattern a.
- */
-static int count_landed(struct __test_metadata *_metadata,
-			struct offload_state *st, size_t len, uint64_t a,
-			uint64_t b, const bool *is_b)
-{
-	size_t blk;
-	int nr = 0;
-	int fd;
-
-	fd = open(st->path, O_RDONLY | O_DIRECT);
-	EXPECT_LE(0, fd) TH_LOG("open %s: %s", st->path, strerror(errno));
-	if (fd < 0)
-		return -1;
-	memset(st->rbuf, POISON, len);
-	EXPECT_EQ((ssize_t)len, pread(fd, st->rbuf, len, 0));
-	close(fd);
-	for (blk = 0; blk < len / BLK; blk++) {
-		const char *p = st->rbuf + blk * BLK;
-
-		if (is_b[blk] && aio_verify_pattern(p, BLK, b, blk * BLK) == -1) {
-			nr++;
-			continue;
-		}
-		EXPECT_EQ(-1, aio_verify_pattern(p, BLK, a, blk * BLK))
-			TH_LOG("block %zu is neither old nor new data", blk);
-	}
-	return nr;
 }
 
 /*
@@ -1152,274 +1103,6 @@ TEST_F_TIMEOUT(offload, frozen_many, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_GE(MAX_WORKERS, nr);
 	EXPECT_LE(1, nr);
 	verify_file(_metadata, st, FILE_LEN, a, b, is_b);
-}
-
-/*
- * Child of exit_with_punted: EXIT_NR O_DIRECT writes of the (frozen) file
- * in one io_submit(), the result to wfd, then _exit() or wait for SIGKILL.
- */
-/* How the child of exit_with_punted leaves. */
-enum leave { LEAVE_EXIT, LEAVE_KILLED, LEAVE_EXEC };
-
-static void punt_and_exit(int fd, char *buf, int wfd, enum leave how)
-{
-	static struct iocb cb[EXIT_NR];
-	static struct iocb *list[EXIT_NR];
-	struct child_report rep = { -1, 0, -1 };
-	aio_context_t ctx = 0;
-	int i;
-
-	if (aio_lock_memory() || sys_io_setup(EXIT_NR, &ctx)) {
-		rep.err = errno;
-		if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
-			_exit(2);
-		_exit(1);
-	}
-	for (i = 0; i < EXIT_NR; i++) {
-		aio_prep_rw(&cb[i], IOCB_CMD_PWRITE, fd, buf + i * BLK, BLK,
-			    (off_t)i * BLK, i);
-		list[i] = &cb[i];
-	}
-	rep.ret = aio_submit_nvcsw(ctx, EXIT_NR, list, &rep.nvcsw);
-	rep.err = errno;
-	if (write(wfd, &rep, sizeof(rep)) != sizeof(rep))
-		_exit(2);
-	if (how == LEAVE_KILLED)
-		for (;;)
-			pause();
-	/* With the writes still queued or blocked in the workers. */
-	if (how == LEAVE_EXEC) {
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(3);
-	}
-	_exit(0);
-}
-
-/*
- * A process exits (or is killed) with punted writes blocked on a frozen
- * filesystem: it cannot be reaped before the thaw, since its workers are
- * still in the writes, and after the thaw it goes away with the status of
- * its own exit.  Every block is then wholly old or wholly new.
- *
- * Requests a worker had not started when the process exited complete with
- * -EINTR instead of running.  Each worker holds at most one started
- * request, so at most MAX_WORKERS of the EXIT_NR writes may land.
- *
- * An execve() is the same exit for the old image: it waits (in D, killable)
- * until the workers, which share the old mm and files, are gone, and then
- * runs the new program.
- */
-static void exit_with_punted(struct __test_metadata *_metadata,
-			     struct offload_state *st, enum leave how)
-{
-	bool kill_it = how == LEAVE_KILLED;
-	struct child_report rep = { -1, 0, -1 };
-	struct pollfd pfd;
-	int pipefd[2], polls, status = 0, workers = -1, d = 0, nr_b = 0, i;
-	bool got_report = false, zombie = false;
-	pid_t pid, reaped_early = -1;
-	const char *skip;
-	uint64_t a, b;
-	ssize_t n;
-	int blk;
-
-	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
-	if (skip)
-		SKIP(return, "%s", skip);
-	skip = scratch_fs(_metadata, st);
-	if (skip)
-		SKIP(return, "%s", skip);
-
-	a = aio_new_seed();
-	b = aio_new_seed();
-	make_file(_metadata, st, "exit", FILE_LEN, O_DIRECT, a);
-	dio_warm_up(_metadata, st);
-	aio_fill_pattern(st->wbuf, EXIT_NR * BLK, b, 0);
-	ASSERT_EQ(0, pipe(pipefd));
-
-	ASSERT_EQ(0, aio_fs_freeze(st->mnt));
-	st->frozen = true;
-	/* No ASSERT until thawed: see offload_off_is_stock. */
-	/* self is shared with the child: only the parent writes to it. */
-	pid = fork();
-	if (pid == 0) {
-		close(pipefd[0]);
-		punt_and_exit(st->fd, st->wbuf, pipefd[1], how);
-	}
-	close(pipefd[1]);
-	if (pid < 0) {
-		close(pipefd[0]);
-		thaw(_metadata, st);
-		ASSERT_LT(0, pid);
-	}
-	st->child = pid;
-
-	/* Hang guard only: on a kernel without offload this never comes. */
-	pfd.fd = pipefd[0];
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, AIO_REAP_TIMEOUT_SEC * 1000) == 1) {
-		n = read(pipefd[0], &rep, sizeof(rep));
-		got_report = n == sizeof(rep);
-	}
-	close(pipefd[0]);
-	if (got_report && kill_it)
-		kill(st->child, SIGKILL);
-	/*
-	 * Its main thread goes (or, in execve(), waits for the workers),
-	 * the workers stay in the frozen writes.
-	 */
-	for (polls = 0, i = 0; got_report && polls < MAX_POLLS; polls++) {
-		char state = proc_state(st->child);
-
-		if (how != LEAVE_EXEC && state == 'Z') {
-			zombie = true;
-			break;
-		}
-		i = state == 'D' ? i + 1 : 0;
-		if (how == LEAVE_EXEC && i >= D_STREAK) {
-			zombie = true;
-			break;
-		}
-		usleep(1000);
-	}
-	if (zombie) {
-		reaped_early = waitpid(st->child, &status, WNOHANG);
-		workers = count_workers(st->child, &d);
-	}
-	thaw(_metadata, st);
-	if (how == LEAVE_EXEC)
-		TH_LOG("execve() waited for the workers: %s",
-		       zombie ? "yes" : "no");
-
-	ASSERT_TRUE(got_report) TH_LOG("no io_submit result from the child");
-	ASSERT_EQ(EXIT_NR, rep.ret) TH_LOG("child io_submit: %s",
-					   strerror(rep.err));
-	EXPECT_EQ(0, rep.nvcsw);
-	ASSERT_TRUE(zombie) TH_LOG("child's main thread never %s",
-				   how == LEAVE_EXEC ? "waited in execve()" :
-				   "exited");
-	EXPECT_EQ(0, reaped_early);
-	TH_LOG("child %s with %d workers left, %d in D",
-	       how == LEAVE_EXEC ? "in execve()" :
-	       kill_it ? "was killed" : "exited", workers, d);
-	EXPECT_LE(1, workers);
-	EXPECT_GE(MAX_WORKERS, workers);
-
-	/* The harness timeout is the hang guard. */
-	ASSERT_EQ(st->child, waitpid(st->child, &status, 0));
-	st->child = 0;
-	if (kill_it) {
-		ASSERT_TRUE(WIFSIGNALED(status)) TH_LOG("status %#x", status);
-		EXPECT_EQ(SIGKILL, WTERMSIG(status));
-	} else {
-		ASSERT_TRUE(WIFEXITED(status)) TH_LOG("status %#x", status);
-		EXPECT_EQ(0, WEXITSTATUS(status));
-	}
-
-	memset(st->rbuf, POISON, FILE_LEN);
-	ASSERT_EQ(FILE_LEN, pread(st->fd, st->rbuf, FILE_LEN, 0));
-	for (blk = 0; blk < FILE_LEN / BLK; blk++) {
-		char *p = st->rbuf + blk * BLK;
-		off_t off = (off_t)blk * BLK;
-
-		if (blk < EXIT_NR && aio_verify_pattern(p, BLK, b, off) == -1) {
-			nr_b++;
-			continue;
-		}
-		EXPECT_EQ(-1, aio_verify_pattern(p, BLK, a, off))
-			TH_LOG("block %d is neither old nor new data", blk);
-	}
-	TH_LOG("%d of %d writes landed", nr_b, EXIT_NR);
-	EXPECT_GE(MAX_WORKERS, nr_b)
-		TH_LOG("writes not started before the exit ran after it");
-}
-
-TEST_F_TIMEOUT(offload, exit_with_punted, AIO_DEV_TEST_TIMEOUT)
-{
-	exit_with_punted(_metadata, &self->st, LEAVE_EXIT);
-}
-
-TEST_F_TIMEOUT(offload, exec_with_punted, AIO_DEV_TEST_TIMEOUT)
-{
-	exit_with_punted(_metadata, &self->st, LEAVE_EXEC);
-}
-
-TEST_F_TIMEOUT(offload, kill_with_punted, AIO_DEV_TEST_TIMEOUT)
-{
-	exit_with_punted(_metadata, &self->st, LEAVE_KILLED);
-}
-
-/*
- * io_destroy() cancels punted requests no worker has started and waits for
- * the started ones as for any other request: it cannot return while one
- * is held by a frozen filesystem.  Writes to one file start one at a time,
- * so of the DESTROY_NR writes one has started (and lands after the thaw)
- * and the others are cancelled; every block is wholly old or wholly new.
- */
-TEST_F_TIMEOUT(offload, destroy_with_punted, AIO_DEV_TEST_TIMEOUT)
-{
-	struct offload_state *st = &self->st;
-	bool is_b[FILE_LEN / BLK] = { false };
-	struct bg_call *c = &st->bg;
-	bool seen_blocked, returned_frozen;
-	long ret, nvcsw;
-	const char *skip;
-	uint64_t a, b;
-	off_t off;
-	int i, err, nr_b;
-
-	skip = need(_metadata, NEED_OFFLOAD | NEED_DATA);
-	if (skip)
-		SKIP(return, "%s", skip);
-	skip = scratch_fs(_metadata, st);
-	if (skip)
-		SKIP(return, "%s", skip);
-
-	a = aio_new_seed();
-	b = aio_new_seed();
-	make_file(_metadata, st, "destroy", FILE_LEN, O_DIRECT, a);
-	new_ctx(_metadata, &st->ctx, 2 * DESTROY_NR);
-	for (i = 0; i < DESTROY_NR; i++) {
-		off = (off_t)(3 * i + 1) * BLK;
-		aio_fill_pattern(st->wbuf + off, BLK, b, off);
-		is_b[off / BLK] = true;
-		aio_prep_rw(&st->cb[i], IOCB_CMD_PWRITE, st->fd,
-			    st->wbuf + off, BLK, off, i);
-		st->list[i] = &st->cb[i];
-	}
-
-	ASSERT_EQ(0, aio_fs_freeze(st->mnt));
-	st->frozen = true;
-	/* No ASSERT until thawed: see offload_off_is_stock. */
-	ret = aio_submit_nvcsw(st->ctx, DESTROY_NR, st->list, &nvcsw);
-	err = errno;
-	c->ctx = st->ctx;
-	c->list = NULL;
-	i = pthread_create(&st->thread, NULL, bg_thread, c);
-	if (i) {
-		thaw(_metadata, st);
-		ASSERT_EQ(0, i);
-	}
-	st->thread_started = true;
-	/* The thread owns the context now. */
-	st->ctx = 0;
-	seen_blocked = bg_wait(c);
-	returned_frozen = __atomic_load_n(&c->done, __ATOMIC_ACQUIRE);
-	thaw(_metadata, st);
-	ASSERT_EQ(0, pthread_join(st->thread, NULL));
-	st->thread_started = false;
-
-	ASSERT_EQ(DESTROY_NR, ret) TH_LOG("io_submit: %s", strerror(err));
-	EXPECT_EQ(0, nvcsw);
-	TH_LOG("io_destroy %s before thaw, %sseen in D",
-	       returned_frozen ? "returned" : "did not return",
-	       seen_blocked ? "" : "not ");
-	EXPECT_FALSE(returned_frozen);
-	EXPECT_TRUE(seen_blocked);
-	EXPECT_EQ(0, c->ret) TH_LOG("io_destroy: %s", strerror(c->err));
-	nr_b = count_landed(_metadata, st, FILE_LEN, a, b, is_b);
-	TH_LOG("%d of %d writes landed", nr_b, DESTROY_NR);
-	EXPECT_EQ(1, nr_b);
 }
 
 /*

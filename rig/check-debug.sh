@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check-debug.sh: make check on the -debug kernels (KASAN, KFENCE,
+# lockdep, DEBUG_OBJECTS, DEBUG_LIST, kmemleak; rig/debug-full.config),
+# with the test timeouts scaled for the slower kernel, then a kmemleak
+# scan.  QEMU boot leaves kmemleak reports of its own, so the stock
+# kernel of the same config is booted too, runs aio_basic and is
+# scanned; a leak whose backtrace the stock kernel does not show fails
+# the run.  Ends with make check's "N passed, N failed, N skipped" line
+# and the leak comparison.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+scale=${TIMEOUT_SCALE:-4}
+scan='mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+for i in 1 2; do echo scan >/sys/kernel/debug/kmemleak; sleep 5; done
+cat /sys/kernel/debug/kmemleak >/tmp/out/kmemleak.txt'
+
+KERNEL=patched-debug NAME=check-debug TIMEOUT_SCALE=$scale RIG_SELFTEST=0 \
+	CHECK_EPILOGUE="$scan" "$top/rig/check.sh"
+rc=$?
+
+kst=$top/build/stock-debug/kselftest
+echo "  KSFT    build the aio selftests against build/stock"
+make -s -C "$top/build/stock/linux/tools/testing/selftests" TARGETS=aio \
+	O="$kst" all >/dev/null || { echo "check-debug.sh: selftests do not build" >&2; exit 1; }
+echo "  RUN     stock-debug: aio_basic on NVMe, then the kmemleak baseline"
+KERNEL=stock-debug NAME=check-debug-stock QUIET=1 TIMEOUT=$((1800 * scale)) \
+	"$top/rig/vm.sh" "AIO_TEST_DEV=/dev/nvme0n1 AIO_TEST_CLASS=nvme $kst/aio/aio_basic >/dev/null; $scan" ||
+	echo "check-debug.sh: the stock-debug run failed (baseline may be incomplete)" >&2
+
+python3 "$top/rig/kmemleak-diff.py" \
+	"$top/build/vm/check-debug/out/kmemleak.txt" \
+	"$top/build/vm/check-debug-stock/out/kmemleak.txt" || rc=1
+exit $rc
