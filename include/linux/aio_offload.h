@@ -31,6 +31,7 @@ enum aio_stat_item {
 	AIO_STAT_CANCELLED,		/* queued requests cancelled by io_cancel() */
 	AIO_STAT_EXIT_RUN,		/* run by workers after the process began to exit */
 	AIO_STAT_EXIT_FAILED,		/* of those, completed with an error */
+	AIO_STAT_STALL_GROW,		/* pool grew past its limit on a stall */
 	AIO_STAT_NR,
 };
 

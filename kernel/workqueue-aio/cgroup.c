@@ -90,6 +90,7 @@ static const char * const aio_stat_name[AIO_STAT_NR] = {
 	[AIO_STAT_CANCELLED]		= "cancelled",
 	[AIO_STAT_EXIT_RUN]		= "exit_run",
 	[AIO_STAT_EXIT_FAILED]		= "exit_failed",
+	[AIO_STAT_STALL_GROW]		= "stall_grow",
 };
 
 static struct aio_cgroup *css_aio(struct cgroup_subsys_state *css)

@@ -13,8 +13,14 @@
  *
  * Threads are only created where sleeping is fine: the first worker by
  * aio_pool_create() (io_setup()), later ones by a worker that takes the
- * last idle slot, so that queued work finds an idle worker unless the pool
- * is at its limit, and io_submit() never forks.
+ * last idle slot, so that queued work finds an idle worker unless the
+ * pool is at its limit, and io_submit() never forks.  At the limit one
+ * idle worker is kept beyond it, the spare: a pool whose running workers
+ * all wait on work that only a queued request of the same process can do
+ * (a userfaultfd handler or FUSE server doing AIO) would deadlock where
+ * stock does not, so when no request finished for a while the spare runs
+ * one past the limit and clones the next spare.  An AIO worker never sets
+ * worker_private: the scheduler takes that of any PF_IO_WORKER for io-wq's.
  *
  * Requests on one file are kept in order: a request that stock AIO would
  * have issued inside io_submit() before the next one must not be
@@ -61,6 +67,12 @@
 /* An idle worker other than the last one exits after this long. */
 #define AIO_WORKER_IDLE_TIMEOUT	(5 * HZ)
 
+/*
+ * A pool at its limit with requests waiting, and none finished for this
+ * long, runs one more: see aio_worker_stalled().
+ */
+#define AIO_STALL_TIMEOUT	HZ
+
 #define AIO_POOL_ORDER_BITS	6
 
 /*
@@ -82,7 +94,9 @@ struct aio_pool_order {
  * @queue:	requests waiting for a worker, oldest first
  * @nr_workers:	live workers, counting one being created
  * @nr_idle:	workers waiting for work
- * @max_workers: limit on @nr_workers
+ * @max_workers: limit on workers running requests at once
+ * @grown:	how far past @max_workers stalls let the pool run
+ * @progress:	requests workers have finished, to tell a stall
  * @spawning:	a worker is being created; only one at a time
  * @closing:	the context is closed (io_destroy()): drain, then exit
  * @exiting:	the process is going away: drain, then exit
@@ -105,6 +119,8 @@ struct aio_pool {
 	unsigned int		nr_workers;
 	unsigned int		nr_idle;
 	unsigned int		max_workers;
+	unsigned int		grown;
+	unsigned long		progress;
 	bool			spawning;
 	bool			closing;
 	bool			exiting;
@@ -199,18 +215,31 @@ static bool aio_pool_may_start(struct aio_pool_order *o,
 	return true;
 }
 
+/* Workers running a request: neither idle nor being created. */
+static unsigned int aio_pool_running(struct aio_pool *pool)
+	__must_hold(&pool->lock)
+{
+	return pool->nr_workers - pool->nr_idle - pool->spawning;
+}
+
 /*
  * Take the oldest request that may start, and reserve a new worker if
  * none would be idle.  A bucket whose oldest queued request must wait
- * holds back its younger ones too.
+ * holds back its younger ones too.  *@limited: one could start, but the
+ * pool runs as many as it may.
+ *
+ * The pool keeps one worker more than it may run, while it can: the
+ * spare watches for a stall (aio_worker_stalled()).
  */
 static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
-					      bool *spawn)
+					      bool *spawn, bool *limited)
 	__must_hold(&pool->lock)
 {
 	u64 blocked = 0;
 	struct aio_offload_work *work;
 	struct aio_pool_order *o = NULL;
+
+	*limited = false;
 
 	list_for_each_entry(work, &pool->queue, node) {
 		unsigned int b;
@@ -228,6 +257,10 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 	return NULL;
 
 found:
+	if (aio_pool_running(pool) >= pool->max_workers + pool->grown) {
+		*limited = true;
+		return NULL;
+	}
 	list_del_init(&work->node);
 	if (work->key) {
 		aio_pool_count_queued(pool, work, -1);
@@ -241,7 +274,8 @@ found:
 	}
 	pool->nr_idle--;
 	*spawn = !pool->nr_idle && !pool->spawning && !pool->closing &&
-		 !pool->exiting && pool->nr_workers < pool->max_workers;
+		 !pool->exiting &&
+		 pool->nr_workers < pool->max_workers + pool->grown + 1;
 	if (*spawn) {
 		pool->spawning = true;
 		pool->nr_workers++;
@@ -305,13 +339,46 @@ static void aio_worker_signal(struct aio_pool *pool)
 	}
 }
 
+/*
+ * The spare worker of a pool at its limit, with requests waiting: has no
+ * request finished since @seen for AIO_STALL_TIMEOUT (@deadline)?  Then
+ * the running ones may all wait on something only a queued request can
+ * give: a userfaultfd handler or a FUSE server of this process that does
+ * AIO on the same context.  Stock, with no pool, would not deadlock
+ * there, so the pool runs one more request past its limit, and the spare
+ * that takes it clones the next spare.  Growth stops where creating a
+ * thread fails (RLIMIT_NPROC, pids.max) or where aio.workers.max refuses
+ * the charge: a cgroup limit is not exceeded.
+ *
+ * Return: true if the pool may run one more now.
+ */
+static bool aio_worker_stalled(struct aio_pool *pool, struct aio_cgroup *aiocg,
+			       bool *armed, unsigned long *seen,
+			       unsigned long *deadline)
+	__must_hold(&pool->lock)
+{
+	if (!*armed || pool->progress != *seen) {
+		*armed = true;
+		*seen = pool->progress;
+		*deadline = jiffies + AIO_STALL_TIMEOUT;
+		return false;
+	}
+	if (time_before(jiffies, *deadline))
+		return false;
+	*armed = false;
+	pool->grown++;
+	aio_cgroup_count(aiocg, AIO_STAT_STALL_GROW);
+	return true;
+}
+
 static int aio_worker(void *data)
 {
 	struct aio_pool *pool = data;
+	unsigned long seen = 0, deadline = 0;
 	struct aio_offload_work *work;
 	char comm[TASK_COMM_LEN];
 	struct aio_cgroup *aiocg;
-	bool timed_out = false;
+	bool timed_out = false, armed = false;
 	DEFINE_WAIT(wait);
 
 	snprintf(comm, sizeof(comm), "aio-wrk-%d", pool->tgid);
@@ -323,14 +390,15 @@ static int aio_worker(void *data)
 	pool->spawning = false;
 	pool->nr_idle++;
 	for (;;) {
-		bool spawn;
+		long timeout = AIO_WORKER_IDLE_TIMEOUT;
+		bool spawn, limited;
 
 		if (unlikely(signal_pending(current) || pool->exiting)) {
 			spin_unlock_irq(&pool->lock);
 			aio_worker_signal(pool);
 			spin_lock_irq(&pool->lock);
 		}
-		work = aio_pool_take(pool, &spawn);
+		work = aio_pool_take(pool, &spawn, &limited);
 		if (work) {
 			/* Its range stays held until aio_pool_complete(). */
 			const void *key = work->key;
@@ -351,7 +419,9 @@ static int aio_worker(void *data)
 			}
 			cond_resched();
 			timed_out = false;
+			armed = false;
 			spin_lock_irq(&pool->lock);
+			pool->progress++;
 			if (key) {
 				aio_pool_done(aio_pool_order(pool, key), shared);
 				/* Others of its bucket may start now. */
@@ -361,8 +431,20 @@ static int aio_worker(void *data)
 			pool->nr_idle++;
 			continue;
 		}
-		if (timed_out && pool->nr_workers > 1)
-			break;
+		if (limited) {
+			if (aio_worker_stalled(pool, aiocg, &armed, &seen,
+					       &deadline))
+				continue;
+			timeout = max_t(long, deadline - jiffies, 1);
+		} else {
+			armed = false;
+			/* An idle worker past the limit gives back its room. */
+			if (timed_out && pool->nr_workers > 1) {
+				if (pool->grown)
+					pool->grown--;
+				break;
+			}
+		}
 		/*
 		 * Draining, a signal cannot end the wait, and must not make
 		 * it return at once (see aio_worker_signal()).  Waiting
@@ -377,7 +459,7 @@ static int aio_worker(void *data)
 			break;
 		}
 		spin_unlock_irq(&pool->lock);
-		timed_out = !schedule_timeout(AIO_WORKER_IDLE_TIMEOUT);
+		timed_out = !schedule_timeout(timeout);
 		finish_wait(&pool->wait, &wait);
 		spin_lock_irq(&pool->lock);
 	}

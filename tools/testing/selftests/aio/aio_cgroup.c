@@ -546,7 +546,8 @@ TEST_F_TIMEOUT(aiocg, queue_max_other_context, AIO_DEV_TEST_TIMEOUT)
  * A request gives its aio.queue.max slot back before its event is
  * visible: with room for one request, reaping an event and submitting
  * the next never fails with -EAGAIN.  Buffered writes on ext4 are
- * completed by a worker, concurrently with the submitter's reaping.
+ * completed by a worker, concurrently with the submitter, which spins on
+ * the ring to reap and submit again the moment the event is visible.
  */
 TEST_F_TIMEOUT(aiocg, queue_max_reap_then_submit, AIO_DEV_TEST_TIMEOUT)
 {
@@ -584,6 +585,14 @@ TEST_F_TIMEOUT(aiocg, queue_max_reap_then_submit, AIO_DEV_TEST_TIMEOUT)
 				break;
 			continue;
 		}
+		/*
+		 * Spin on the ring until the event is there, as a reaper in
+		 * user space does, to come back as soon as it is visible.
+		 */
+		while (__atomic_load_n(&aio_ring(st->ctx)->tail,
+				       __ATOMIC_ACQUIRE) ==
+		       aio_ring(st->ctx)->head)
+			;
 		reap_n(_metadata, st, 1, BLK);
 	}
 	EXPECT_EQ(0, nr_eagain) TH_LOG("%d io_submit() failed (first: %s)",

@@ -6,6 +6,7 @@
  * so the submitter sleeps (in D state) until the filesystem is thawed.  With
  * AIO offload enabled io_submit() must return without sleeping and the
  * write must complete after the thaw.  Either way the data must land.
+ * On ext4 and XFS.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -74,6 +75,18 @@ FIXTURE(freeze) {
 	char *buf;
 };
 
+FIXTURE_VARIANT(freeze) {
+	const char *fstype;
+};
+
+FIXTURE_VARIANT_ADD(freeze, ext4) {
+	.fstype = "ext4",
+};
+
+FIXTURE_VARIANT_ADD(freeze, xfs) {
+	.fstype = "xfs",
+};
+
 FIXTURE_SETUP(freeze)
 {
 	self->owner = getpid();
@@ -129,10 +142,12 @@ TEST_F_TIMEOUT(freeze, odirect_overwrite_while_frozen, AIO_DEV_TEST_TIMEOUT)
 	offload = aio_offload_enabled();
 	ASSERT_LE(0, offload);
 
-	ret = aio_scratch_mount(dev, "ext4", self->mnt, sizeof(self->mnt));
+	ret = aio_scratch_mount(dev, variant->fstype, self->mnt,
+				sizeof(self->mnt));
 	if (ret == AIO_MKFS_NOT_FOUND)
-		SKIP(return, "mkfs.ext4 not available");
-	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount ext4 on %s: %d", dev, ret);
+		SKIP(return, "mkfs.%s not available", variant->fstype);
+	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount %s on %s: %d", variant->fstype,
+				 dev, ret);
 
 	/* Pattern A everywhere, on disk, so the overwrite is pure overwrite. */
 	snprintf(path, sizeof(path), "%s/data", self->mnt);

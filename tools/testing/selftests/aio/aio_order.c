@@ -6,9 +6,10 @@
  * it looks at the next iocb, so later iocbs on the same file see its
  * effect: the last of several overlapping writes wins, and a read after a
  * write returns the new data.  With AIO offload such a write goes to a
- * worker (ext4 has no NOWAIT buffered writes), and the requests behind it
- * on the same file must not overtake it.  The same holds for O_DIRECT
- * writes that are handed off because the filesystem is frozen.
+ * worker (ext4 has no NOWAIT buffered writes; XFS's may go either way),
+ * and the requests behind it on the same file must not overtake it.  The
+ * same holds for O_DIRECT writes that are handed off because the
+ * filesystem is frozen.  Every case runs on ext4 and XFS.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,6 +34,7 @@
 struct order_state {
 	aio_context_t ctx;
 	int fd;
+	const char *fstype;
 	char mnt[64];
 	bool frozen;
 	char *buf;
@@ -44,6 +46,18 @@ FIXTURE(order) {
 	struct order_state st;
 };
 
+FIXTURE_VARIANT(order) {
+	const char *fstype;
+};
+
+FIXTURE_VARIANT_ADD(order, ext4) {
+	.fstype = "ext4",
+};
+
+FIXTURE_VARIANT_ADD(order, xfs) {
+	.fstype = "xfs",
+};
+
 FIXTURE_SETUP(order)
 {
 	struct order_state *st = &self->st;
@@ -51,6 +65,7 @@ FIXTURE_SETUP(order)
 	self->owner = getpid();
 	st->ctx = 0;
 	st->fd = -1;
+	st->fstype = variant->fstype;
 	st->mnt[0] = '\0';
 	st->frozen = false;
 	st->buf = NULL;
@@ -77,7 +92,10 @@ FIXTURE_TEARDOWN_PARENT(order)
 		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
 }
 
-/* ext4 on the scratch device and a FILE_LEN file on it; NULL or why not. */
+/*
+ * The variant's filesystem on the scratch device and a FILE_LEN file on
+ * it; NULL or why not.
+ */
 static const char *setup_file(struct __test_metadata *_metadata,
 			      struct order_state *st, int flags)
 {
@@ -89,8 +107,10 @@ static const char *setup_file(struct __test_metadata *_metadata,
 		return "AIO_TEST_DEV not set";
 	if (!aio_dev_holds_data())
 		return "the device does not store data";
-	ret = aio_scratch_mount(dev, "ext4", st->mnt, sizeof(st->mnt));
-	ASSERT_EQ(0, ret) TH_LOG("ext4 on %s: %d", dev, ret);
+	ret = aio_scratch_mount(dev, st->fstype, st->mnt, sizeof(st->mnt));
+	if (ret == AIO_MKFS_NOT_FOUND)
+		return "mkfs not available";
+	ASSERT_EQ(0, ret) TH_LOG("%s on %s: %d", st->fstype, dev, ret);
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
 	st->fd = open(path, O_RDWR | O_CREAT | flags, 0600);
 	ASSERT_LE(0, st->fd) TH_LOG("open %s: %s", path, strerror(errno));
