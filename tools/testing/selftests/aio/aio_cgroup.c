@@ -9,7 +9,9 @@
  *                    cgroup makes io_submit() return a short count, or
  *                    fail with EAGAIN, without sleeping
  *   aio.current, aio.peak  "workers N" / "requests N"
- *   aio.events       "workers.max N" / "queue.max N": refusals
+ *   aio.events       "workers.max N" / "queue.max N": refusals;
+ *                    "queue.max.bypass N": requests of a context with
+ *                    nothing admitted, issued without offload at the limit
  *   aio.stat         inline completions and punts by reason (also on
  *                    the root cgroup)
  *
