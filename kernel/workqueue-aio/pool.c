@@ -62,9 +62,10 @@
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/task_work.h>
 #include <linux/wait.h>
 
-/* An idle worker other than the last one exits after this long. */
+/* An idle worker exits after this long, unless it is the only idle one. */
 #define AIO_WORKER_IDLE_TIMEOUT	(5 * HZ)
 
 /*
@@ -322,9 +323,12 @@ void aio_pool_orphan(struct aio_pool *pool)
  * fatal one comes back from get_signal() (PF_USER_WORKER) rather than
  * exiting: the process is going away, so drain.  From then on the
  * SIGKILL, which stays in the process's shared pending set, must not
- * interrupt the requests still to run: as vhost's workers did, clear
- * TIF_SIGPENDING, and drop this thread's share of the file table (see
- * the comment at the top).
+ * interrupt the requests still to run: clear TIF_SIGPENDING (vhost's
+ * workers did the same when they became user workers in 6.4), and drop
+ * this thread's share of the file table (see the comment at the top).
+ * The final fput()s that may leave behind are task work: run it now, or
+ * a userfaultfd or FUSE file released here would stay open while this
+ * worker waits on it.
  */
 static void aio_worker_signal(struct aio_pool *pool)
 {
@@ -334,8 +338,10 @@ static void aio_worker_signal(struct aio_pool *pool)
 		aio_pool_orphan(pool);
 	if (READ_ONCE(pool->exiting)) {
 		clear_thread_flag(TIF_SIGPENDING);
-		if (current->files)
+		if (current->files) {
 			exit_files(current);
+			task_work_run();
+		}
 	}
 }
 
@@ -346,9 +352,11 @@ static void aio_worker_signal(struct aio_pool *pool)
  * give: a userfaultfd handler or a FUSE server of this process that does
  * AIO on the same context.  Stock, with no pool, would not deadlock
  * there, so the pool runs one more request past its limit, and the spare
- * that takes it clones the next spare.  Growth stops where creating a
- * thread fails (RLIMIT_NPROC, pids.max) or where aio.workers.max refuses
- * the charge: a cgroup limit is not exceeded.
+ * that takes it clones the next spare.  Growth stops at twice the limit,
+ * where creating a thread fails (RLIMIT_NPROC, pids.max), or where
+ * aio.workers.max refuses the charge: a cgroup limit is not exceeded.
+ * Slow I/O that holds every worker for a second grows the pool too: the
+ * cap bounds what that costs.
  *
  * Return: true if the pool may run one more now.
  */
@@ -363,7 +371,8 @@ static bool aio_worker_stalled(struct aio_pool *pool, struct aio_cgroup *aiocg,
 		*deadline = jiffies + AIO_STALL_TIMEOUT;
 		return false;
 	}
-	if (time_before(jiffies, *deadline))
+	if (time_before(jiffies, *deadline) ||
+	    pool->grown >= pool->max_workers)
 		return false;
 	*armed = false;
 	pool->grown++;
@@ -438,22 +447,30 @@ static int aio_worker(void *data)
 			timeout = max_t(long, deadline - jiffies, 1);
 		} else {
 			armed = false;
-			/* An idle worker past the limit gives back its room. */
-			if (timed_out && pool->nr_workers > 1) {
-				if (pool->grown)
+			/*
+			 * Idle for long: go, unless this is the only idle
+			 * worker (with others running it is the spare), and
+			 * give back room the pool grew by but no longer uses.
+			 */
+			if (timed_out && pool->nr_idle > 1) {
+				if (pool->grown &&
+				    aio_pool_running(pool) <
+				    pool->max_workers + pool->grown)
 					pool->grown--;
 				break;
 			}
 		}
 		/*
-		 * Draining, a signal cannot end the wait, and must not make
-		 * it return at once (see aio_worker_signal()).  Waiting
-		 * first, then testing @pending, which aio_pool_retire()
-		 * drops without the lock, catches its wake-up.
+		 * Exiting, a signal cannot end the wait, and must not make
+		 * it return at once (see aio_worker_signal()); the freezer
+		 * may still freeze it.  Waiting first, then testing
+		 * @pending, which aio_pool_retire() drops without the lock,
+		 * catches its wake-up.
 		 */
 		prepare_to_wait_exclusive(&pool->wait, &wait,
-					  aio_pool_draining(pool) ?
-					  TASK_IDLE : TASK_INTERRUPTIBLE);
+					  pool->exiting ?
+					  TASK_IDLE | TASK_FREEZABLE :
+					  TASK_INTERRUPTIBLE);
 		if (aio_pool_draining(pool) && !atomic_read(&pool->pending)) {
 			finish_wait(&pool->wait, &wait);
 			break;
@@ -466,8 +483,10 @@ static int aio_worker(void *data)
 	pool->nr_idle--;
 	/*
 	 * Nothing is queued when the last worker goes: it only leaves a
-	 * draining pool with nothing pending, and a draining pool takes no
-	 * new requests.
+	 * draining pool with nothing pending, and nothing is admitted to a
+	 * draining pool (no thread of the process submits any more) but,
+	 * in a race with a fatal signal, from inside io_submit(): that
+	 * request finds the pool dead.
 	 */
 	if (!--pool->nr_workers) {
 		pool->dead = true;
@@ -699,8 +718,9 @@ bool aio_pool_idle(struct aio_pool *pool)
  * group_exec_task is set before any thread gets the SIGKILL, so an I/O
  * the signal interrupted sees it).
  *
- * Context: any, for a request admitted to the pool and not retired: its
- * workers, which keep the signal_struct alive, wait for it.
+ * Context: any, for a request admitted to the pool and not retired while
+ * a worker lives (they keep the signal_struct alive and wait for it), or
+ * from the submitting thread.
  */
 bool aio_pool_exiting(struct aio_pool *pool)
 {
