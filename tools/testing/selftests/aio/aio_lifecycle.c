@@ -260,8 +260,7 @@ static int records_in(const char *path, uint64_t seed, char *buf)
  * one io_submit(), the result to wfd, then leave as told.  Only raw
  * syscalls and async-signal-safe calls after fork().
  */
-static void __attribute__((noreturn))
-child(struct life_state *st, int wfd, enum leave how)
+static void child(struct life_state *st, int wfd, enum leave how)
 {
 	static struct iocb cb[2 * NREC];
 	static struct iocb *list[2 * NREC];
@@ -364,15 +363,18 @@ static pid_t wait_child(pid_t pid, int *status)
 	return 0;
 }
 
-/* "exit_run N" of the root's aio.stat, -1 without it. */
-static long long exit_run(void)
+/* "key N" of the root's aio.stat, -1 without it. */
+static long long root_stat(const char *key)
 {
 	char buf[2048], *p;
+	size_t len = strlen(key);
 
 	if (aio_read_file(ROOT_STAT, buf, sizeof(buf)))
 		return -1;
-	p = strstr(buf, "exit_run ");
-	return p ? atoll(p + strlen("exit_run ")) : -1;
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, len) && p[len] == ' ')
+			return atoll(p + len + 1);
+	return -1;
 }
 
 static void leave_with_writes(struct __test_metadata *_metadata,
@@ -380,7 +382,7 @@ static void leave_with_writes(struct __test_metadata *_metadata,
 			      enum leave how, bool frozen)
 {
 	struct child_report rep = { -1, 0, -1 };
-	long long runs_before = exit_run(), runs_after;
+	long long runs_before = root_stat("exit_run"), runs_after;
 	bool got_report = false, left = false;
 	int pipefd[2], status = 0, offload;
 	pid_t reaped_early = -1, pid;
@@ -462,47 +464,65 @@ static void leave_with_writes(struct __test_metadata *_metadata,
 	}
 
 	/* Requests run while the process exited count in aio.stat. */
-	runs_after = exit_run();
+	runs_after = root_stat("exit_run");
 	if (frozen && how != LEAVE_DESTROY && runs_before >= 0)
 		EXPECT_LE(runs_before + 1, runs_after);
 	TH_LOG("aio.stat exit_run %lld -> %lld", runs_before, runs_after);
 }
 
-#define LIFE_TEST(name, how, frozen)					\
-	TEST_F_TIMEOUT(life, name, AIO_DEV_TEST_TIMEOUT)		\
-	{								\
-		leave_with_writes(_metadata, &self->st,			\
-				  variant->fstype, how, frozen);	\
-	}
+TEST_F_TIMEOUT(life, buffered_exit, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_EXIT, false);
+}
 
-LIFE_TEST(buffered_exit, LEAVE_EXIT, false)
-LIFE_TEST(buffered_kill, LEAVE_KILL, false)
-LIFE_TEST(buffered_exec, LEAVE_EXEC, false)
-LIFE_TEST(buffered_thread_exit, LEAVE_THREAD_EXIT, false)
-LIFE_TEST(buffered_destroy, LEAVE_DESTROY, false)
-LIFE_TEST(frozen_exit, LEAVE_EXIT, true)
-LIFE_TEST(frozen_kill, LEAVE_KILL, true)
-LIFE_TEST(frozen_exec, LEAVE_EXEC, true)
-LIFE_TEST(frozen_thread_exit, LEAVE_THREAD_EXIT, true)
-LIFE_TEST(frozen_destroy, LEAVE_DESTROY, true)
+TEST_F_TIMEOUT(life, buffered_kill, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_KILL, false);
+}
+
+TEST_F_TIMEOUT(life, buffered_exec, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_EXEC, false);
+}
+
+TEST_F_TIMEOUT(life, buffered_thread_exit, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_THREAD_EXIT, false);
+}
+
+TEST_F_TIMEOUT(life, buffered_destroy, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_DESTROY, false);
+}
+
+TEST_F_TIMEOUT(life, frozen_exit, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_EXIT, true);
+}
+
+TEST_F_TIMEOUT(life, frozen_kill, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_KILL, true);
+}
+
+TEST_F_TIMEOUT(life, frozen_exec, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_EXEC, true);
+}
+
+TEST_F_TIMEOUT(life, frozen_thread_exit, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_THREAD_EXIT, true);
+}
+
+TEST_F_TIMEOUT(life, frozen_destroy, AIO_DEV_TEST_TIMEOUT)
+{
+	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_DESTROY, true);
+}
 
 /* uffd_handler_uses_aio: one reader per worker a context may run. */
 #define UF_READERS	16
 #define UF_WAIT_SEC	30
-
-/* "key N" of the root's aio.stat, -1 without it. */
-static long long root_stat(const char *key)
-{
-	char buf[2048], *p;
-	size_t len = strlen(key);
-
-	if (aio_read_file(ROOT_STAT, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, len) && p[len] == ' ')
-			return atoll(p + len + 1);
-	return -1;
-}
 
 /*
  * UF_READERS cold buffered reads of UF_READERS files into pages of a
