@@ -14,6 +14,7 @@
 #
 # Environment: KERNEL=patched|stock (default patched), NAME (default
 # $KERNEL), TIMEOUT seconds (default 1800), GUEST_ENV (extra "K=V ..."),
+# KERNEL_ARGS (extra kernel parameters),
 # NULLB (null_blk module parameters), QUIET=1 (console to the log only).
 set -uo pipefail
 
@@ -53,6 +54,8 @@ fi
 
 append="root=/dev/root rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144"
 append+=" ro console=ttyS0 panic=-1 init=$top/rig/guest-init.sh $nullb"
+# KERNEL_ARGS: more kernel parameters (make check-debug: see check-debug.sh).
+append+="${KERNEL_ARGS:+ $KERNEL_ARGS}"
 
 qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nic none -kernel "$image" -append "$append"
