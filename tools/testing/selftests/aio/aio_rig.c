@@ -116,8 +116,14 @@ TEST(two_cpus_online)
 	ASSERT_EQ(want ? atol(want) : 2, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/*
+ * Every device the rig attaches, but those AIO_RIG_ABSENT names: a boot
+ * that cannot have them (make check-debug's SD card needs a boot of its
+ * own).
+ */
 TEST(scratch_devices)
 {
+	const char *absent = getenv("AIO_RIG_ABSENT");
 	unsigned int i;
 
 	if (!aio_on_rig())
@@ -127,6 +133,9 @@ TEST(scratch_devices)
 		uint64_t size = 0;
 		struct stat st;
 		int fd;
+
+		if (absent && strstr(absent, rig_devs[i]))
+			continue;
 
 		ASSERT_EQ(0, stat(rig_devs[i], &st))
 			TH_LOG("%s: %s", rig_devs[i], strerror(errno));
