@@ -111,23 +111,14 @@ static int cg_write(const char *cg, const char *file, const char *val)
 static long long cg_key(struct __test_metadata *_metadata, const char *cg,
 			const char *file, const char *key)
 {
-	char path[160], buf[1024], *line, *save;
-	size_t klen = strlen(key);
-	int ret;
+	char path[160];
+	long long v;
 
 	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	ret = aio_read_file(path, buf, sizeof(buf));
-	if (ret) {
-		TH_LOG("read %s: %s", path, strerror(-ret));
-		return -1;
-	}
-	for (line = strtok_r(buf, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(line, key, klen) && line[klen] == ' ')
-			return strtoll(line + klen + 1, NULL, 10);
-	}
-	TH_LOG("%s: no key %s", path, key);
-	return -1;
+	v = aio_read_key(path, key);
+	if (v < 0)
+		TH_LOG("%s: no key %s", path, key);
+	return v;
 }
 
 /* Poll until cg_key() reads want; hang guarded. */

@@ -27,12 +27,8 @@
  *
  * Every case runs on ext4 and XFS.
  *
- * uffd_handler_uses_aio: no new deadlock.  Stock blocks only the
- * submitting thread; the pool's workers are shared by all of a context's
- * requests, so work the process itself must do to unblock them (here a
- * userfaultfd handler that reads another file through AIO on the same
- * context) must still find a worker when all of them wait on it.  On
- * ext4 and XFS.
+ * Work the process itself must do for its own requests (no new deadlock)
+ * is in aio_deadlock.c.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -45,12 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/userfaultfd.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -366,15 +359,7 @@ static pid_t wait_child(pid_t pid, int *status)
 /* "key N" of the root's aio.stat, -1 without it. */
 static long long root_stat(const char *key)
 {
-	char buf[2048], *p;
-	size_t len = strlen(key);
-
-	if (aio_read_file(ROOT_STAT, buf, sizeof(buf)))
-		return -1;
-	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (!strncmp(p, key, len) && p[len] == ' ')
-			return atoll(p + len + 1);
-	return -1;
+	return aio_read_key(ROOT_STAT, key);
 }
 
 static void leave_with_writes(struct __test_metadata *_metadata,
@@ -518,130 +503,6 @@ TEST_F_TIMEOUT(life, frozen_thread_exit, AIO_DEV_TEST_TIMEOUT)
 TEST_F_TIMEOUT(life, frozen_destroy, AIO_DEV_TEST_TIMEOUT)
 {
 	leave_with_writes(_metadata, &self->st, variant->fstype, LEAVE_DESTROY, true);
-}
-
-/* uffd_handler_uses_aio: one reader per worker a context may run. */
-#define UF_READERS	16
-#define UF_WAIT_SEC	30
-
-/*
- * UF_READERS cold buffered reads of UF_READERS files into pages of a
- * userfaultfd region nobody filled: the NOWAIT try finds no page cache and
- * hands each to a worker before touching the buffer, and each worker's
- * copy to the buffer waits in a fault, so every worker the context may
- * run is taken.  (Reads, because requests on different files may share an
- * ordering bucket, where writes would wait for each other.)  The handler,
- * this thread, sees all the faults, and before it fills the pages it
- * reads another file, cold, through AIO on the same context: that read
- * must complete although no worker is free.
- */
-TEST_F_TIMEOUT(life, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
-{
-	struct life_state *st = &self->st;
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	struct uffdio_copy copy = { 0 };
-	static struct iocb cb[UF_READERS + 1];
-	struct iocb *list[UF_READERS + 1];
-	struct io_event ev[UF_READERS + 1];
-	int uffd, i, faults = 0, fds[UF_READERS + 1];
-	long long grow0, grow1;
-	long got_read = -1, reaped;
-	aio_context_t ctx = 0;
-	struct pollfd pfd;
-	struct uffd_msg msg;
-	char path[128], *region;
-	uint64_t seed[UF_READERS + 1];
-	const char *skip;
-
-	if (aio_offload_enabled() != 1)
-		SKIP(return, "needs " OFFLOAD_SYSCTL " = 1");
-	skip = setup_files(_metadata, st, variant->fstype, false);
-	if (skip)
-		SKIP(return, "%s", skip);
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	region = mmap(NULL, UF_READERS * BLK, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, region);
-	reg.range.start = (uintptr_t)region;
-	reg.range.len = UF_READERS * BLK;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
-
-	/* Files r0..r15 for the readers, r16 for the handler: cold. */
-	for (i = 0; i <= UF_READERS; i++) {
-		seed[i] = aio_new_seed();
-		snprintf(path, sizeof(path), "%s/r%d", st->mnt, i);
-		aio_fill_pattern(st->buf, BLK, seed[i], 0);
-		ASSERT_EQ(0, write_file(path, st->buf, BLK));
-		fds[i] = open(path, O_RDONLY);
-		ASSERT_LE(0, fds[i]);
-		ASSERT_EQ(0, posix_fadvise(fds[i], 0, 0, POSIX_FADV_DONTNEED));
-		aio_prep_rw(&cb[i], IOCB_CMD_PREAD, fds[i],
-			    i < UF_READERS ? region + i * BLK : st->buf,
-			    BLK, 0, i);
-		list[i] = &cb[i];
-	}
-	memset(st->buf, POISON, BLK);
-
-	grow0 = root_stat("stall_grow");
-	ASSERT_EQ(0, sys_io_setup(2 * UF_READERS, &ctx));
-	ASSERT_EQ(UF_READERS, sys_io_submit(ctx, UF_READERS, list));
-
-	/* Every reader's worker waits in its fault. */
-	pfd.fd = uffd;
-	pfd.events = POLLIN;
-	while (faults < UF_READERS &&
-	       poll(&pfd, 1, UF_WAIT_SEC * 1000) == 1) {
-		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg))
-			continue;
-		if (msg.event == UFFD_EVENT_PAGEFAULT)
-			faults++;
-	}
-	/* The handler's own AIO read, before it fills any page. */
-	if (faults == UF_READERS &&
-	    sys_io_submit(ctx, 1, list + UF_READERS) == 1 &&
-	    aio_reap(ctx, ev, 1, UF_WAIT_SEC) == 1)
-		got_read = ev[0].data == UF_READERS ? ev[0].res : -2;
-	grow1 = root_stat("stall_grow");
-
-	/* Fill the pages whatever happened, so that the readers finish. */
-	for (i = 0; i < UF_READERS; i++) {
-		copy.dst = (uintptr_t)(region + i * BLK);
-		copy.src = (uintptr_t)(st->buf + BLK);
-		copy.len = BLK;
-		EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
-			TH_LOG("UFFDIO_COPY %d: %s", i, strerror(errno));
-	}
-	reaped = aio_reap(ctx, ev, UF_READERS + (got_read != BLK),
-			  AIO_REAP_TIMEOUT_SEC);
-
-	ASSERT_EQ(UF_READERS, faults) TH_LOG("only %d readers faulted",
-					     faults);
-	EXPECT_EQ(BLK, got_read)
-		TH_LOG("the handler's AIO read did not complete in %d s",
-		       UF_WAIT_SEC);
-	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed[UF_READERS], 0));
-	ASSERT_EQ(UF_READERS + (got_read != BLK), reaped);
-	for (i = 0; i < reaped; i++) {
-		int k = ev[i].data;
-
-		EXPECT_EQ(BLK, ev[i].res);
-		if (k < UF_READERS)
-			EXPECT_EQ(-1, aio_verify_pattern(region + k * BLK, BLK,
-							 seed[k], 0))
-				TH_LOG("reader %d: wrong data", k);
-	}
-	if (grow0 >= 0)
-		EXPECT_LT(grow0, grow1) TH_LOG("aio.stat stall_grow");
-	TH_LOG("aio.stat stall_grow %lld -> %lld", grow0, grow1);
-	ASSERT_EQ(0, sys_io_destroy(ctx));
-	for (i = 0; i <= UF_READERS; i++)
-		close(fds[i]);
-	close(uffd);
 }
 
 TEST_HARNESS_MAIN

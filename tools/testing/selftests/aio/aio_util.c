@@ -452,6 +452,24 @@ int aio_read_long(const char *path, long *val)
 	return 0;
 }
 
+long long aio_read_key(const char *path, const char *key)
+{
+	char buf[4096], *line;
+	size_t len = strlen(key);
+
+	if (aio_read_file(path, buf, sizeof(buf)))
+		return -1;
+	line = buf;
+	while (line) {
+		if (!strncmp(line, key, len) && line[len] == ' ')
+			return strtoll(line + len + 1, NULL, 10);
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	return -1;
+}
+
 int aio_offload_enabled(void)
 {
 	long val;

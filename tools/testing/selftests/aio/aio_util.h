@@ -162,5 +162,7 @@ int aio_read_file(const char *path, char *buf, size_t len);
 int aio_write_file(const char *path, const char *str);
 /* Parse a file holding one integer; returns 0 or -errno. */
 int aio_read_long(const char *path, long *val);
+/* N of the line "key N" in a flat keyed file; -1 if absent or unreadable. */
+long long aio_read_key(const char *path, const char *key);
 
 #endif /* AIO_UTIL_H */
