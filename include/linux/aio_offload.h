@@ -17,6 +17,8 @@ enum aio_punt_reason {
 	AIO_PUNT_SHORT,			/* the NOWAIT try did part of it */
 	AIO_PUNT_ORDERED,		/* queued behind earlier ones on the file */
 	AIO_PUNT_APPEND,		/* O_APPEND write */
+	AIO_PUNT_BUFFERED,		/* buffered write: one call, by a worker */
+	AIO_PUNT_ZONED,			/* write to a zoned block device */
 	AIO_PUNT_NR,
 };
 
@@ -56,6 +58,10 @@ struct aio_cgroup;
  *		the same key.  An exclusive one (a write) is issued alone, and
  *		holds [@pos, @end) from its start until aio_pool_complete():
  *		requests overlapping it wait for that
+ * @barrier:	with @shared: starts once no exclusive request queued before
+ *		it is still queued or being issued, and then holds up
+ *		nothing (an fsync: it follows the writes submitted before
+ *		it, not the ones in flight, and nothing waits for it)
  * @pos:	first byte the request touches
  * @end:	one past its last byte (LLONG_MAX: to the end of the file)
  * @held:	an exclusive request a worker started; aio_pool_complete()
@@ -68,6 +74,7 @@ struct aio_offload_work {
 	void			(*cancel)(struct aio_offload_work *work, int err);
 	const void		*key;
 	bool			shared;
+	bool			barrier;
 	bool			held;
 	loff_t			pos;
 	loff_t			end;

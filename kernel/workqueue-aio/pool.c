@@ -209,6 +209,8 @@ static bool aio_pool_may_start(struct aio_pool_order *o,
 
 	if (o->writer || (!work->shared && o->readers))
 		return false;
+	if (work->barrier)
+		return true;
 	list_for_each_entry(h, &o->held, hold)
 		if (h->key == work->key && h->pos < work->end &&
 		    work->pos < h->end)
@@ -265,7 +267,9 @@ found:
 	list_del_init(&work->node);
 	if (work->key) {
 		aio_pool_count_queued(pool, work, -1);
-		if (work->shared) {
+		if (work->barrier) {
+			/* Nothing to hold. */
+		} else if (work->shared) {
 			WRITE_ONCE(o->readers, o->readers + 1);
 		} else {
 			WRITE_ONCE(o->writer, true);
@@ -410,10 +414,14 @@ static int aio_worker(void *data)
 		work = aio_pool_take(pool, &spawn, &limited);
 		if (work) {
 			/* Its range stays held until aio_pool_complete(). */
-			const void *key = work->key;
+			const void *key = work->barrier ? NULL : work->key;
 			bool shared = work->shared;
+			/* What a barrier held back in its bucket may start. */
+			bool more = work->barrier && !list_empty(&pool->queue);
 
 			spin_unlock_irq(&pool->lock);
+			if (more)
+				wake_up(&pool->wait);
 			if (spawn)
 				aio_pool_spawn(pool);
 			/* @work may be freed once it has run. */
@@ -638,6 +646,11 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
 	bool wake;
 
 	spin_lock_irqsave(&pool->lock, flags);
+	if (!work->held) {
+		/* A barrier: it held nothing. */
+		spin_unlock_irqrestore(&pool->lock, flags);
+		return;
+	}
 	list_del(&work->hold);
 	work->held = false;
 	wake = !list_empty(&pool->queue);

@@ -18,6 +18,8 @@ TRACE_DEFINE_ENUM(AIO_PUNT_EOPNOTSUPP);
 TRACE_DEFINE_ENUM(AIO_PUNT_SHORT);
 TRACE_DEFINE_ENUM(AIO_PUNT_ORDERED);
 TRACE_DEFINE_ENUM(AIO_PUNT_APPEND);
+TRACE_DEFINE_ENUM(AIO_PUNT_BUFFERED);
+TRACE_DEFINE_ENUM(AIO_PUNT_ZONED);
 
 #define aio_show_reason(r)						\
 	__print_symbolic(r,						\
@@ -29,7 +31,9 @@ TRACE_DEFINE_ENUM(AIO_PUNT_APPEND);
 			 { AIO_PUNT_EOPNOTSUPP,		"eopnotsupp" },		\
 			 { AIO_PUNT_SHORT,		"short" },		\
 			 { AIO_PUNT_ORDERED,		"ordered" },		\
-			 { AIO_PUNT_APPEND,		"append" })
+			 { AIO_PUNT_APPEND,		"append" },		\
+			 { AIO_PUNT_BUFFERED,		"buffered" },		\
+			 { AIO_PUNT_ZONED,		"zoned" })
 
 /*
  * Events about one read or write: the file (device and inode), the file

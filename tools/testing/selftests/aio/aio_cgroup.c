@@ -708,7 +708,7 @@ TEST_F_TIMEOUT(aiocg, fsync_one_worker, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(1, cg_key(_metadata, st->cg, "aio.peak", "workers"));
 	EXPECT_EQ(1, cg_key(_metadata, st->cg, "aio.stat", "fsync"));
 	EXPECT_LE(SYNC_NR, cg_key(_metadata, st->cg, "aio.stat",
-				  "punt_eopnotsupp") +
+				  "punt_buffered") +
 			   cg_key(_metadata, st->cg, "aio.stat", "punt_ordered"));
 
 	/* Past the page cache: what the fsync put on disk. */
@@ -767,7 +767,8 @@ TEST_F_TIMEOUT(aiocg, stat_inline_ratio, AIO_DEV_TEST_TIMEOUT)
 		static const char * const punts[] = { "punt_no_nowait",
 			"punt_dsync", "punt_blocking_queue", "punt_frozen",
 			"punt_eagain", "punt_eopnotsupp", "punt_short",
-			"punt_ordered", "punt_append" };
+			"punt_ordered", "punt_append", "punt_buffered",
+			"punt_zoned" };
 		unsigned int k;
 
 		for (k = 0; k < ARRAY_SIZE(punts); k++)

@@ -65,12 +65,17 @@
 #define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
 
-FIXTURE(dl) {
-	pid_t owner;
+/* The scratch filesystem and its files r0.. (setup_files()). */
+struct dl_files {
 	char mnt[64];
 	char *buf;		/* 2 * (NREADERS + 1) blocks */
 	int fds[NREADERS + 1];
 	uint64_t seed[NREADERS + 1];
+};
+
+FIXTURE(dl) {
+	pid_t owner;
+	struct dl_files f;
 	struct aio_fuse fuse;	/* the parent's view in _killed cases */
 	pid_t child;
 };
@@ -92,13 +97,13 @@ FIXTURE_SETUP(dl)
 	int i;
 
 	self->owner = getpid();
-	self->mnt[0] = '\0';
+	self->f.mnt[0] = '\0';
 	self->fuse.dir[0] = '\0';
 	self->child = -1;
 	for (i = 0; i <= NREADERS; i++)
-		self->fds[i] = -1;
-	self->buf = aio_alloc_buf(2 * (NREADERS + 1) * BLK);
-	ASSERT_NE(NULL, self->buf);
+		self->f.fds[i] = -1;
+	self->f.buf = aio_alloc_buf(2 * (NREADERS + 1) * BLK);
+	ASSERT_NE(NULL, self->f.buf);
 }
 
 /* _PARENT teardown: see the note in aio_util.h */
@@ -116,16 +121,16 @@ FIXTURE_TEARDOWN_PARENT(dl)
 		if (self->fuse.running)
 			aio_fuse_stop(&self->fuse);
 		for (i = 0; i <= NREADERS; i++)
-			if (self->fds[i] >= 0)
-				close(self->fds[i]);
+			if (self->f.fds[i] >= 0)
+				close(self->f.fds[i]);
 	}
 	/* A mount whose server died: its connection is gone, detach it. */
 	if (self->fuse.dir[0]) {
 		umount2(self->fuse.dir, MNT_DETACH);
 		rmdir(self->fuse.dir);
 	}
-	if (self->mnt[0] && aio_scratch_umount(self->mnt))
-		TH_LOG("umount %s failed: %s", self->mnt, strerror(errno));
+	if (self->f.mnt[0] && aio_scratch_umount(self->f.mnt))
+		TH_LOG("umount %s failed: %s", self->f.mnt, strerror(errno));
 }
 
 /*
@@ -134,7 +139,7 @@ FIXTURE_TEARDOWN_PARENT(dl)
  * cache.  NULL, or why the test skips.
  */
 static const char *setup_files(struct __test_metadata *_metadata,
-			       FIXTURE_DATA(dl) *self, const char *fstype)
+			       struct dl_files *f, const char *fstype)
 {
 	static char reason[128];
 	char path[128];
@@ -152,8 +157,8 @@ static const char *setup_files(struct __test_metadata *_metadata,
 	if (!strcmp(fstype, "xfs") && size < XFS_MIN_SIZE)
 		return "device too small for xfs";
 
-	ret = aio_scratch_mount(aio_dev_path(), fstype, self->mnt,
-				sizeof(self->mnt));
+	ret = aio_scratch_mount(aio_dev_path(), fstype, f->mnt,
+				sizeof(f->mnt));
 	if (ret == AIO_MKFS_NOT_FOUND) {
 		snprintf(reason, sizeof(reason), "mkfs.%s not available",
 			 fstype);
@@ -162,17 +167,17 @@ static const char *setup_files(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, ret) TH_LOG("mkfs/mount %s: %d", fstype, ret);
 
 	for (i = 0; i <= NREADERS; i++) {
-		self->seed[i] = aio_new_seed();
-		snprintf(path, sizeof(path), "%s/r%d", self->mnt, i);
+		f->seed[i] = aio_new_seed();
+		snprintf(path, sizeof(path), "%s/r%d", f->mnt, i);
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		ASSERT_LE(0, fd);
-		aio_fill_pattern(self->buf, BLK, self->seed[i], 0);
-		ASSERT_EQ(BLK, write(fd, self->buf, BLK));
+		aio_fill_pattern(f->buf, BLK, f->seed[i], 0);
+		ASSERT_EQ(BLK, write(fd, f->buf, BLK));
 		ASSERT_EQ(0, fsync(fd));
 		close(fd);
-		self->fds[i] = open(path, O_RDONLY);
-		ASSERT_LE(0, self->fds[i]);
-		ASSERT_EQ(0, posix_fadvise(self->fds[i], 0, 0,
+		f->fds[i] = open(path, O_RDONLY);
+		ASSERT_LE(0, f->fds[i]);
+		ASSERT_EQ(0, posix_fadvise(f->fds[i], 0, 0,
 					   POSIX_FADV_DONTNEED));
 	}
 	return NULL;
@@ -232,7 +237,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 
 	if (aio_offload_enabled() != 1)
 		SKIP(return, "needs " OFFLOAD_SYSCTL " = 1");
-	skip = setup_files(_metadata, self, variant->fstype);
+	skip = setup_files(_metadata, &self->f, variant->fstype);
 	if (skip)
 		SKIP(return, "%s", skip);
 	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
@@ -248,12 +253,12 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
 
 	for (i = 0; i <= NREADERS; i++) {
-		aio_prep_rw(&cb[i], IOCB_CMD_PREAD, self->fds[i],
-			    i < NREADERS ? region + i * BLK : self->buf,
+		aio_prep_rw(&cb[i], IOCB_CMD_PREAD, self->f.fds[i],
+			    i < NREADERS ? region + i * BLK : self->f.buf,
 			    BLK, 0, i);
 		list[i] = &cb[i];
 	}
-	memset(self->buf, POISON, 2 * BLK);
+	memset(self->f.buf, POISON, 2 * BLK);
 
 	grow0 = root_stat("stall_grow");
 	ASSERT_EQ(0, sys_io_setup(2 * NREADERS, &ctx));
@@ -278,7 +283,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	/* Fill the pages whatever happened, so that the readers finish. */
 	for (i = 0; i < NREADERS; i++) {
 		copy.dst = (uintptr_t)(region + i * BLK);
-		copy.src = (uintptr_t)(self->buf + BLK);
+		copy.src = (uintptr_t)(self->f.buf + BLK);
 		copy.len = BLK;
 		EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
 			TH_LOG("UFFDIO_COPY %d: %s", i, strerror(errno));
@@ -290,7 +295,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(BLK, got_read)
 		TH_LOG("the handler's AIO read did not complete in %d s",
 		       WAIT_SEC);
-	EXPECT_EQ(-1, aio_verify_pattern(self->buf, BLK, self->seed[NREADERS],
+	EXPECT_EQ(-1, aio_verify_pattern(self->f.buf, BLK, self->f.seed[NREADERS],
 					 0));
 	ASSERT_EQ(NREADERS + (got_read != BLK), reaped);
 	for (i = 0; i < reaped; i++) {
@@ -299,7 +304,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 		EXPECT_EQ(BLK, ev[i].res);
 		if (k < NREADERS)
 			EXPECT_EQ(-1, aio_verify_pattern(region + k * BLK, BLK,
-							 self->seed[k], 0))
+							 self->f.seed[k], 0))
 				TH_LOG("reader %d: wrong data", k);
 	}
 	if (grow0 >= 0)
@@ -316,7 +321,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
  * the test.
  */
 struct fuse_backing {
-	FIXTURE_DATA(dl) *self;
+	struct dl_files *files;
 	aio_context_t ctx;
 	pthread_mutex_t lock;
 	struct io_event stolen[NREADERS];
@@ -336,7 +341,7 @@ static long fuse_read_backing(void *arg, int idx, char *buf, size_t len,
 	/* After one timeout the test has failed; do not wait again. */
 	if (b->timeouts)
 		return -EIO;
-	aio_prep_rw(&cb, IOCB_CMD_PREAD, b->self->fds[idx], buf, len, off,
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, b->files->fds[idx], buf, len, off,
 		    SERVER_TAG + idx);
 	if (sys_io_submit(b->ctx, 1, &list) != 1)
 		return -errno;
@@ -377,11 +382,11 @@ TEST_F_TIMEOUT(dl, fuse_server_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	const char *skip;
 
 	offload = aio_offload_enabled();
-	skip = setup_files(_metadata, self, variant->fstype);
+	skip = setup_files(_metadata, &self->f, variant->fstype);
 	if (skip)
 		SKIP(return, "%s", skip);
 	memset(&b, 0, sizeof(b));
-	b.self = self;
+	b.files = &self->f;
 	pthread_mutex_init(&b.lock, NULL);
 	ASSERT_EQ(0, sys_io_setup(4 * NREADERS, &b.ctx));
 	ret = aio_fuse_start(&self->fuse, NREADERS, BLK, fuse_read_backing,
@@ -392,14 +397,14 @@ TEST_F_TIMEOUT(dl, fuse_server_uses_aio, AIO_DEV_TEST_TIMEOUT)
 
 	for (i = 0; i < NREADERS; i++) {
 		aio_fuse_path(&self->fuse, i, path, sizeof(path));
-		/* Not self->fds: those are the backing files. */
+		/* Not self->f.fds: those are the backing files. */
 		ret = open(path, O_RDONLY);
 		ASSERT_LE(0, ret) TH_LOG("open %s: %s", path, strerror(errno));
 		aio_prep_rw(&cb[i], IOCB_CMD_PREAD, ret,
-			    self->buf + (NREADERS + 1 + i) * BLK, BLK, 0, i);
+			    self->f.buf + (NREADERS + 1 + i) * BLK, BLK, 0, i);
 		list[i] = &cb[i];
 	}
-	memset(self->buf + (NREADERS + 1) * BLK, POISON, NREADERS * BLK);
+	memset(self->f.buf + (NREADERS + 1) * BLK, POISON, NREADERS * BLK);
 
 	grow0 = root_stat("stall_grow");
 	ASSERT_EQ(NREADERS, sys_io_submit(b.ctx, NREADERS, list));
@@ -433,9 +438,9 @@ TEST_F_TIMEOUT(dl, fuse_server_uses_aio, AIO_DEV_TEST_TIMEOUT)
 		ASSERT_GT(NREADERS, k);
 		EXPECT_EQ(BLK, ev[i].res) TH_LOG("reader %d: %lld", k,
 						 (long long)ev[i].res);
-		EXPECT_EQ(-1, aio_verify_pattern(self->buf +
+		EXPECT_EQ(-1, aio_verify_pattern(self->f.buf +
 						 (NREADERS + 1 + k) * BLK,
-						 BLK, self->seed[k], 0))
+						 BLK, self->f.seed[k], 0))
 			TH_LOG("reader %d: wrong data", k);
 	}
 	if (offload == 1 && grow0 >= 0)
@@ -521,14 +526,14 @@ TEST_F_TIMEOUT(dl, fuse_server_killed, AIO_DEV_TEST_TIMEOUT)
 	if (access("/dev/fuse", F_OK))
 		SKIP(return, "no /dev/fuse");
 	failed0 = root_stat("exit_failed");
-	aio_fill_pattern(self->buf, BLK, aio_new_seed(), 0);
+	aio_fill_pattern(self->f.buf, BLK, aio_new_seed(), 0);
 	ASSERT_EQ(0, pipe(pipefd));
 	/* Not straight into self: the fixture is shared with the child. */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		close(pipefd[0]);
-		fuse_killed_child(pipefd[1], self->buf);
+		fuse_killed_child(pipefd[1], self->f.buf);
 	}
 	self->child = pid;
 	close(pipefd[1]);
@@ -628,16 +633,20 @@ static void uffd_killed_child(int fd, const char *path)
 TEST_F_TIMEOUT(dl, uffd_handler_killed, AIO_DEV_TEST_TIMEOUT)
 {
 	struct kill_report r = { .err = -EIO };
-	int pipefd[2], status = 0;
+	int pipefd[2], status = 0, uffd;
 	char path[128];
 	const char *skip;
 	bool reaped;
 	pid_t pid;
 
-	skip = setup_files(_metadata, self, variant->fstype);
+	skip = setup_files(_metadata, &self->f, variant->fstype);
 	if (skip)
 		SKIP(return, "%s", skip);
-	snprintf(path, sizeof(path), "%s/r0", self->mnt);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	close(uffd);
+	snprintf(path, sizeof(path), "%s/r0", self->f.mnt);
 	ASSERT_EQ(0, pipe(pipefd));
 	/* Not straight into self: the fixture is shared with the child. */
 	pid = fork();
@@ -650,8 +659,6 @@ TEST_F_TIMEOUT(dl, uffd_handler_killed, AIO_DEV_TEST_TIMEOUT)
 	close(pipefd[1]);
 	ASSERT_EQ((ssize_t)sizeof(r), read(pipefd[0], &r, sizeof(r)));
 	close(pipefd[0]);
-	if (r.err == -ENOSYS || r.err == -EPERM)
-		SKIP(return, "userfaultfd: %s", strerror(-r.err));
 	ASSERT_EQ(0, r.err) TH_LOG("child: %s", strerror(-r.err));
 
 	reaped = kill_and_reap(self->child, &status);
@@ -661,13 +668,13 @@ TEST_F_TIMEOUT(dl, uffd_handler_killed, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 
 	/* The write ran to the end, with zeros, or not at all. */
-	memset(self->buf, POISON, BLK);
-	ASSERT_EQ(BLK, pread(self->fds[0], self->buf, BLK, 0));
-	if (aio_verify_pattern(self->buf, BLK, self->seed[0], 0) != -1) {
+	memset(self->f.buf, POISON, BLK);
+	ASSERT_EQ(BLK, pread(self->f.fds[0], self->f.buf, BLK, 0));
+	if (aio_verify_pattern(self->f.buf, BLK, self->f.seed[0], 0) != -1) {
 		int i;
 
 		for (i = 0; i < BLK; i++)
-			ASSERT_EQ(0, self->buf[i]) TH_LOG("byte %d", i);
+			ASSERT_EQ(0, self->f.buf[i]) TH_LOG("byte %d", i);
 	}
 }
 

@@ -10,6 +10,21 @@
  * and the requests behind it on the same file must not overtake it.  The
  * same holds for O_DIRECT writes that are handed off because the
  * filesystem is frozen.  Every case runs on ext4 and XFS.
+ *
+ * Requests that must not skip the order either:
+ *   rwf_nowait_behind_queued_write  the user's RWF_NOWAIT read of a block a
+ *                                   queued write will change gets -EAGAIN
+ *                                   (it would have to wait), not old data;
+ *   sysctl_off_keeps_order          after fs.aio-offload is set to 0, a
+ *                                   read still waits for the write queued
+ *                                   before it on the file.
+ * And what each request is:
+ *   buffered_write_one_call         a buffered write is one filesystem
+ *                                   call, by a worker (aio.stat
+ *                                   punt_buffered), never a NOWAIT try
+ *                                   that a worker finishes;
+ *   read_to_eof_is_final            a cached read that stops at EOF is
+ *                                   complete inline: no worker hop.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -17,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,12 +47,16 @@
 #define TARGET_OFF	(3 * BLK)
 #define BUF_LEN		(BIG + (NR_WRITES + 1) * BLK)
 
+#define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
+#define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
+
 struct order_state {
 	aio_context_t ctx;
 	int fd;
 	const char *fstype;
 	char mnt[64];
 	bool frozen;
+	bool sysctl_off;	/* the test set fs.aio-offload to 0 */
 	char *buf;
 };
 
@@ -68,6 +88,7 @@ FIXTURE_SETUP(order)
 	st->fstype = variant->fstype;
 	st->mnt[0] = '\0';
 	st->frozen = false;
+	st->sysctl_off = false;
 	st->buf = NULL;
 	ASSERT_EQ(0, aio_lock_memory());
 	ASSERT_EQ(0, sys_io_setup(64, &st->ctx));
@@ -81,6 +102,8 @@ FIXTURE_TEARDOWN_PARENT(order)
 
 	if (st->frozen && aio_fs_thaw(st->mnt))
 		TH_LOG("thaw %s failed: %s", st->mnt, strerror(errno));
+	if (st->sysctl_off && aio_write_file(OFFLOAD_SYSCTL, "1"))
+		TH_LOG("cannot set %s back to 1", OFFLOAD_SYSCTL);
 	if (getpid() == self->owner) {
 		if (st->ctx)
 			sys_io_destroy(st->ctx);
@@ -253,6 +276,234 @@ TEST_F_TIMEOUT(order, overlapping_direct_writes_while_frozen, 300)
 		ASSERT_EQ(BLK, pread(st->fd, got, BLK, BIG - BLK));
 		ASSERT_EQ(-1, aio_verify_pattern(got, BLK, seed[0], BIG - BLK));
 	}
+}
+
+/* "key N" of the root cgroup's aio.stat; -1 without the controller. */
+static long long root_stat(const char *key)
+{
+	return aio_read_key(ROOT_STAT, key);
+}
+
+/*
+ * With the filesystem frozen, queue an O_DIRECT write of new data to
+ * TARGET_OFF (a worker waits in the freeze with it) and cache the old
+ * block through a buffered fd, which is returned.
+ */
+static int queue_frozen_write(struct __test_metadata *_metadata,
+			      struct order_state *st, struct iocb *cb,
+			      uint64_t seed)
+{
+	struct iocb *list = cb;
+	char path[sizeof(st->mnt) + 8];
+	int bfd;
+
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	bfd = open(path, O_RDONLY);
+	if (bfd < 0)
+		return -1;
+	if (pread(bfd, st->buf + 2 * BLK, BLK, TARGET_OFF) != BLK) {
+		close(bfd);
+		return -1;
+	}
+	if (aio_fs_freeze(st->mnt)) {
+		close(bfd);
+		return -1;
+	}
+	st->frozen = true;
+	aio_fill_pattern(st->buf, BLK, seed, TARGET_OFF);
+	aio_prep_rw(cb, IOCB_CMD_PWRITE, st->fd, st->buf, BLK, TARGET_OFF, 0);
+	if (sys_io_submit(st->ctx, 1, &list) != 1) {
+		close(bfd);
+		return -1;
+	}
+	return bfd;
+}
+
+/*
+ * The user's RWF_NOWAIT asks not to wait: a read of a block that a queued
+ * write will change cannot be served without waiting for it, so it gets
+ * -EAGAIN.  Issued inline regardless, it would return the old data, which
+ * stock (whose write finished inside io_submit()) never shows.
+ */
+TEST_F_TIMEOUT(order, rwf_nowait_behind_queued_write, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[2], *list = &cbs[1];
+	struct io_event ev[2];
+	const char *skip;
+	uint64_t seed;
+	int bfd, i;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock io_submit() blocks");
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	seed = aio_new_seed();
+	bfd = queue_frozen_write(_metadata, st, &cbs[0], seed);
+	ASSERT_LE(0, bfd);
+
+	memset(st->buf + BLK, 0x5a, BLK);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, bfd, st->buf + BLK, BLK,
+		    TARGET_OFF, 1);
+	cbs[1].aio_rw_flags = RWF_NOWAIT;
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+	ASSERT_EQ(1, aio_reap(st->ctx, ev, 1, 10))
+		TH_LOG("no event for the RWF_NOWAIT read");
+	ASSERT_EQ(1ULL, ev[0].data);
+	EXPECT_EQ(-EAGAIN, ev[0].res)
+		TH_LOG("RWF_NOWAIT read behind a queued write: res %lld",
+		       (long long)ev[0].res);
+	for (i = 0; i < BLK; i++)
+		if ((unsigned char)st->buf[BLK + i] != 0x5a)
+			break;
+	EXPECT_EQ(BLK, i) TH_LOG("the -EAGAIN read wrote the buffer");
+
+	ASSERT_EQ(0, aio_fs_thaw(st->mnt));
+	st->frozen = false;
+	ASSERT_EQ(1, aio_reap(st->ctx, ev, 1, 60));
+	EXPECT_EQ(BLK, ev[0].res);
+	ASSERT_EQ(BLK, pread(bfd, st->buf + BLK, BLK, TARGET_OFF));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BLK, BLK, seed,
+					 TARGET_OFF));
+	close(bfd);
+}
+
+/*
+ * fs.aio-offload=0 stops new punts, not the order: a read submitted after
+ * the sysctl went to 0 still waits for the write queued before it.
+ */
+TEST_F_TIMEOUT(order, sysctl_off_keeps_order, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[2], *list = &cbs[1];
+	struct io_event ev[2];
+	const char *skip;
+	uint64_t seed;
+	int bfd, i;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock io_submit() blocks");
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	seed = aio_new_seed();
+	bfd = queue_frozen_write(_metadata, st, &cbs[0], seed);
+	ASSERT_LE(0, bfd);
+	ASSERT_EQ(0, aio_write_file(OFFLOAD_SYSCTL, "0"));
+	st->sysctl_off = true;
+
+	/* Cached old data: issued inline it would return at once. */
+	memset(st->buf + BLK, 0x5a, BLK);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, bfd, st->buf + BLK, BLK,
+		    TARGET_OFF, 1);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+	ASSERT_EQ(0, aio_write_file(OFFLOAD_SYSCTL, "1"));
+	st->sysctl_off = false;
+	ASSERT_EQ(0, aio_fs_thaw(st->mnt));
+	st->frozen = false;
+	ASSERT_EQ(2, aio_reap(st->ctx, ev, 2, 60));
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(BLK, ev[i].res);
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BLK, BLK, seed,
+					 TARGET_OFF))
+		TH_LOG("the read overtook the write queued before it");
+	close(bfd);
+}
+
+/*
+ * A buffered write is one filesystem call, made by a worker: a NOWAIT try
+ * could stop part way and leave the rest to a second call, which a
+ * concurrent reader could see in between (XFS holds the iolock across
+ * one call) and which would run timestamps and privilege stripping twice.
+ */
+#define ONE_CALL_NR	8
+
+TEST_F_TIMEOUT(order, buffered_write_one_call, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[ONE_CALL_NR];
+	long long buf0, buf1, inl0, inl1, ord0, ord1;
+	uint64_t seed;
+	const char *skip;
+	int i;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1");
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	buf0 = root_stat("punt_buffered");
+	ord0 = root_stat("punt_ordered");
+	inl0 = root_stat("inline");
+	if (inl0 < 0)
+		SKIP(return, "no %s", ROOT_STAT);
+	EXPECT_LE(0, buf0) TH_LOG("no punt_buffered in %s", ROOT_STAT);
+	seed = aio_new_seed();
+	aio_fill_pattern(st->buf, ONE_CALL_NR * BLK, seed, 0);
+	/* Cached blocks: a NOWAIT try would succeed inline on XFS. */
+	for (i = 0; i < ONE_CALL_NR; i++)
+		aio_prep_rw(&cbs[i], IOCB_CMD_PWRITE, st->fd, st->buf + i * BLK,
+			    BLK, (off_t)i * BLK, i);
+	submit_and_reap(_metadata, st, cbs, ONE_CALL_NR);
+	buf1 = root_stat("punt_buffered");
+	ord1 = root_stat("punt_ordered");
+	inl1 = root_stat("inline");
+	/* The first goes as buffered, the rest behind it. */
+	EXPECT_LE(1, buf1 - buf0);
+	EXPECT_EQ(ONE_CALL_NR, buf1 - buf0 + ord1 - ord0);
+	EXPECT_EQ(0, inl1 - inl0) TH_LOG("buffered writes tried inline");
+	ASSERT_EQ(ONE_CALL_NR * BLK,
+		  pread(st->fd, st->buf + BIG, ONE_CALL_NR * BLK, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BIG, ONE_CALL_NR * BLK,
+					 seed, 0));
+}
+
+/*
+ * A cached buffered read across EOF stops there: that is its complete
+ * result, as a blocking read's, so it completes inline instead of going
+ * to a worker to find the same end.
+ */
+TEST_F_TIMEOUT(order, read_to_eof_is_final, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cb, *list = &cb;
+	long long short0, short1, inl0, inl1;
+	struct io_event ev;
+	char path[sizeof(st->mnt) + 8];
+	uint64_t seed;
+	const char *skip;
+	int fd;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1");
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	seed = aio_new_seed();
+	snprintf(path, sizeof(path), "%s/eof", st->mnt);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	aio_fill_pattern(st->buf, 3 * BLK / 2, seed, 0);
+	ASSERT_EQ(3 * BLK / 2, pwrite(fd, st->buf, 3 * BLK / 2, 0));
+	/* Cached: the read finds all of it without I/O. */
+	ASSERT_EQ(3 * BLK / 2, pread(fd, st->buf + BIG, 2 * BLK, 0));
+
+	short0 = root_stat("punt_short");
+	inl0 = root_stat("inline");
+	if (short0 < 0)
+		SKIP(return, "no %s", ROOT_STAT);
+	memset(st->buf + BIG, 0x5a, 2 * BLK);
+	aio_prep_rw(&cb, IOCB_CMD_PREAD, fd, st->buf + BIG, 2 * BLK, 0, 0);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+	ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, 60));
+	short1 = root_stat("punt_short");
+	inl1 = root_stat("inline");
+	EXPECT_EQ(3 * BLK / 2, ev.res);
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BIG, 3 * BLK / 2, seed, 0));
+	EXPECT_EQ(0, short1 - short0) TH_LOG("the read went to a worker");
+	EXPECT_EQ(1, inl1 - inl0);
+	close(fd);
 }
 
 TEST_HARNESS_MAIN
