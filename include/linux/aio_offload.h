@@ -87,6 +87,8 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_shutdown(struct aio_pool *pool);
 void aio_pool_release(struct aio_pool *pool);
 bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared);
+bool aio_pool_conflict(struct aio_pool *pool, const void *key, loff_t pos,
+		       loff_t end, bool shared);
 bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work);
@@ -117,6 +119,12 @@ static inline void aio_pool_release(struct aio_pool *pool)
 
 static inline bool aio_pool_busy(struct aio_pool *pool, const void *key,
 				 bool shared)
+{
+	return false;
+}
+
+static inline bool aio_pool_conflict(struct aio_pool *pool, const void *key,
+				     loff_t pos, loff_t end, bool shared)
 {
 	return false;
 }

@@ -416,8 +416,12 @@ static int aio_worker(void *data)
 			/* Its range stays held until aio_pool_complete(). */
 			const void *key = work->barrier ? NULL : work->key;
 			bool shared = work->shared;
-			/* What a barrier held back in its bucket may start. */
-			bool more = work->barrier && !list_empty(&pool->queue);
+			/*
+			 * What this one held back (a read or barrier lets
+			 * those behind it in its bucket go) may start now:
+			 * pass the wake-up on, one idle worker at a time.
+			 */
+			bool more = pool->nr_idle && !list_empty(&pool->queue);
 
 			spin_unlock_irq(&pool->lock);
 			if (more)
@@ -600,6 +604,47 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 		return READ_ONCE(o->queued_writers) || !list_empty(&o->held);
 	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
 	       !list_empty(&o->held);
+}
+
+/**
+ * aio_pool_conflict - would a request overtake one of the pool's?
+ * @pool: the pool
+ * @key: the request's key
+ * @pos: first byte it touches
+ * @end: one past its last byte
+ * @shared: it is a read
+ *
+ * The exact form of aio_pool_busy(), for a request that may not wait
+ * (the user's RWF_NOWAIT): true if a write with @key overlapping
+ * [@pos, @end) is queued or not yet completed, or, for a write, a read
+ * with @key is queued over the range or one of @key's bucket is being
+ * issued.  Barriers (fsync) conflict with nothing.
+ *
+ * Context: any; takes the pool lock.
+ */
+bool aio_pool_conflict(struct aio_pool *pool, const void *key, loff_t pos,
+		       loff_t end, bool shared)
+{
+	struct aio_pool_order *o = aio_pool_order(pool, key);
+	struct aio_offload_work *w;
+	unsigned long flags;
+	bool ret;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	ret = !shared && o->readers;
+	list_for_each_entry(w, &o->held, hold) {
+		if (ret)
+			break;
+		ret = w->key == key && w->pos < end && pos < w->end;
+	}
+	list_for_each_entry(w, &pool->queue, node) {
+		if (ret)
+			break;
+		ret = w->key == key && !w->barrier && (!shared || !w->shared) &&
+		      w->pos < end && pos < w->end;
+	}
+	spin_unlock_irqrestore(&pool->lock, flags);
+	return ret;
 }
 
 /**
