@@ -169,13 +169,14 @@ static inline void aio_pool_orphan(struct aio_pool *pool)
 #endif
 
 #ifdef CONFIG_CGROUP_AIO
-struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res);
+struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res,
+					     bool quiet);
 void aio_cgroup_uncharge_put(struct aio_cgroup *aiocg, enum aio_cgroup_res res);
 void aio_cgroup_count(struct aio_cgroup *aiocg, unsigned int item);
 void aio_cgroup_count_bypass(void);
 #else
 static inline struct aio_cgroup *
-aio_cgroup_charge_current(enum aio_cgroup_res res)
+aio_cgroup_charge_current(enum aio_cgroup_res res, bool quiet)
 {
 	return NULL;
 }

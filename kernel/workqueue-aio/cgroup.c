@@ -169,15 +169,17 @@ static void aio_cgroup_cancel(struct aio_cgroup *aiocg,
  * aio_cgroup_try_charge - take one unit of a resource
  * @aiocg: the cgroup to charge, with its ancestors; NULL: nothing to do
  * @res: the resource
+ * @quiet: a refusal is a retry of one already counted
  *
  * The root cgroup has no limits and is not charged.  A refused charge
- * counts in aio.events of the cgroup whose limit was reached.
+ * counts in aio.events of the cgroup whose limit was reached, unless
+ * @quiet.
  *
  * Context: any, including irq; never sleeps.
  * Return: 0, or -EAGAIN if this cgroup or an ancestor is at its limit.
  */
 static int aio_cgroup_try_charge(struct aio_cgroup *aiocg,
-				 enum aio_cgroup_res res)
+				 enum aio_cgroup_res res, bool quiet)
 {
 	struct aio_cgroup *p;
 
@@ -189,8 +191,10 @@ static int aio_cgroup_try_charge(struct aio_cgroup *aiocg,
 		if (nr > atomic64_read(&p->limit[res])) {
 			atomic64_dec(&p->nr[res]);
 			aio_cgroup_cancel(aiocg, p, res);
-			atomic64_inc(&p->events[res]);
-			cgroup_file_notify(&p->events_file);
+			if (!quiet) {
+				atomic64_inc(&p->events[res]);
+				cgroup_file_notify(&p->events_file);
+			}
 			return -EAGAIN;
 		}
 		if (nr > READ_ONCE(p->peak[res]))
@@ -220,6 +224,7 @@ static void aio_cgroup_uncharge(struct aio_cgroup *aiocg,
 /**
  * aio_cgroup_charge_current - charge one unit to the calling thread's cgroup
  * @res: the resource
+ * @quiet: do not count a refusal in aio.events (a retry of one counted)
  *
  * aio_cgroup_get_current() and aio_cgroup_try_charge() in one call: the
  * submission path takes a request slot this way for every read and
@@ -230,11 +235,12 @@ static void aio_cgroup_uncharge(struct aio_cgroup *aiocg,
  * aio_cgroup_uncharge_put(); ERR_PTR(-EAGAIN) if it or an ancestor is at
  * its limit.
  */
-struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res)
+struct aio_cgroup *aio_cgroup_charge_current(enum aio_cgroup_res res,
+					     bool quiet)
 {
 	struct aio_cgroup *aiocg = aio_cgroup_get_current();
 
-	if (!aio_cgroup_try_charge(aiocg, res))
+	if (!aio_cgroup_try_charge(aiocg, res, quiet))
 		return aiocg;
 	aio_cgroup_put(aiocg);
 	return ERR_PTR(-EAGAIN);

@@ -99,6 +99,8 @@ struct aio_pool_order {
  * @grown:	how far past @max_workers stalls let the pool run
  * @progress:	requests workers have finished, to tell a stall
  * @spawning:	a worker is being created; only one at a time
+ * @refused:	the last worker asked for was refused by aio.workers.max
+ *		(counted once in aio.events until one is created again)
  * @closing:	the context is closed (io_destroy()): drain, then exit
  * @exiting:	the process is going away: drain, then exit
  * @dead:	no worker is left: queueing fails
@@ -123,6 +125,7 @@ struct aio_pool {
 	unsigned int		grown;
 	unsigned long		progress;
 	bool			spawning;
+	bool			refused;
 	bool			closing;
 	bool			exiting;
 	bool			dead;
@@ -158,14 +161,22 @@ static int aio_worker(void *data);
  */
 static int aio_pool_spawn(struct aio_pool *pool)
 {
-	struct aio_cgroup *aiocg = aio_cgroup_charge_current(AIO_CG_WORKERS);
+	struct aio_cgroup *aiocg;
 	struct task_struct *tsk;
 	int err;
 
+	/*
+	 * A pool at aio.workers.max asks again at every request it takes:
+	 * aio.events counts the first refusal, not each retry.
+	 */
+	aiocg = aio_cgroup_charge_current(AIO_CG_WORKERS,
+					  READ_ONCE(pool->refused));
 	if (IS_ERR(aiocg)) {
+		WRITE_ONCE(pool->refused, true);
 		err = -EDQUOT;
 		goto fail;
 	}
+	WRITE_ONCE(pool->refused, false);
 	pool->spawn_cg = aiocg;
 	refcount_inc(&pool->refs);
 	tsk = create_io_thread(aio_worker, pool, NUMA_NO_NODE);
