@@ -83,6 +83,7 @@ struct aio_offload_work {
 
 #ifdef CONFIG_AIO_OFFLOAD
 struct aio_pool *aio_pool_create(unsigned int max_workers);
+bool aio_pool_share(struct aio_pool *pool);
 bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_shutdown(struct aio_pool *pool);
 void aio_pool_release(struct aio_pool *pool);
@@ -94,13 +95,17 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work);
 void aio_pool_admit(struct aio_pool *pool);
 void aio_pool_retire(struct aio_pool *pool);
-bool aio_pool_idle(struct aio_pool *pool);
 bool aio_pool_exiting(struct aio_pool *pool);
 void aio_pool_orphan(struct aio_pool *pool);
 #else
 static inline struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
 	return NULL;
+}
+
+static inline bool aio_pool_share(struct aio_pool *pool)
+{
+	return false;
 }
 
 static inline bool aio_pool_queue(struct aio_pool *pool,
@@ -151,11 +156,6 @@ static inline void aio_pool_admit(struct aio_pool *pool)
 
 static inline void aio_pool_retire(struct aio_pool *pool)
 {
-}
-
-static inline bool aio_pool_idle(struct aio_pool *pool)
-{
-	return true;
 }
 
 static inline bool aio_pool_exiting(struct aio_pool *pool)

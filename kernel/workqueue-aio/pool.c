@@ -74,7 +74,11 @@
  */
 #define AIO_STALL_TIMEOUT	HZ
 
-#define AIO_POOL_ORDER_BITS	6
+/*
+ * A pool serves all the contexts of a process, so its buckets hold the
+ * files of all of them: enough that unrelated files rarely share one.
+ */
+#define AIO_POOL_ORDER_BITS	8
 
 /*
  * Ordered requests of one bucket: queued (writes among them), being
@@ -95,13 +99,17 @@ struct aio_pool_order {
  * @queue:	requests waiting for a worker, oldest first
  * @nr_workers:	live workers, counting one being created
  * @nr_idle:	workers waiting for work
- * @max_workers: limit on workers running requests at once
+ * @max_workers: limit on workers running requests at once: @per_user for
+ *		each context sharing the pool
+ * @per_user:	what each context adds to @max_workers
+ * @users:	contexts sharing the pool (aio_pool_share()); the last one's
+ *		aio_pool_shutdown() closes it
  * @grown:	how far past @max_workers stalls let the pool run
  * @progress:	requests workers have finished, to tell a stall
  * @spawning:	a worker is being created; only one at a time
  * @refused:	the last worker asked for was refused by aio.workers.max
  *		(counted once in aio.events until one is created again)
- * @closing:	the context is closed (io_destroy()): drain, then exit
+ * @closing:	its last context is closed (io_destroy()): drain, then exit
  * @exiting:	the process is going away: drain, then exit
  * @dead:	no worker is left: queueing fails
  * @pending:	requests admitted (aio_pool_admit()) and not yet retired:
@@ -109,7 +117,7 @@ struct aio_pool_order {
  *		as a punt from their completion.  A draining pool's last
  *		worker exits once it is 0.
  * @wait:	idle workers
- * @refs:	one for the owner, one per worker
+ * @refs:	one per context, one per worker
  * @tgid:	the owning process, for the workers' names
  * @sig:	its signal_struct, which the workers keep alive
  * @spawn_cg:	the cgroup charged for the worker being created; handed to
@@ -122,6 +130,8 @@ struct aio_pool {
 	unsigned int		nr_workers;
 	unsigned int		nr_idle;
 	unsigned int		max_workers;
+	unsigned int		per_user;
+	unsigned int		users;
 	unsigned int		grown;
 	unsigned long		progress;
 	bool			spawning;
@@ -249,11 +259,12 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 					      bool *spawn, bool *limited)
 	__must_hold(&pool->lock)
 {
-	u64 blocked = 0;
+	DECLARE_BITMAP(blocked, 1 << AIO_POOL_ORDER_BITS);
 	struct aio_offload_work *work;
 	struct aio_pool_order *o = NULL;
 
 	*limited = false;
+	bitmap_zero(blocked, 1 << AIO_POOL_ORDER_BITS);
 
 	list_for_each_entry(work, &pool->queue, node) {
 		unsigned int b;
@@ -261,12 +272,12 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 		if (!work->key)
 			goto found;
 		b = hash_ptr(work->key, AIO_POOL_ORDER_BITS);
-		if (blocked & BIT_ULL(b))
+		if (test_bit(b, blocked))
 			continue;
 		o = &pool->order[b];
 		if (aio_pool_may_start(o, work))
 			goto found;
-		blocked |= BIT_ULL(b);
+		__set_bit(b, blocked);
 	}
 	return NULL;
 
@@ -549,7 +560,9 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
 	init_waitqueue_head(&pool->wait);
 	refcount_set(&pool->refs, 1);
 	atomic_set(&pool->pending, 0);
-	pool->max_workers = max(max_workers, 1U);
+	pool->per_user = max(max_workers, 1U);
+	pool->max_workers = pool->per_user;
+	pool->users = 1;
 	pool->tgid = current->tgid;
 	pool->sig = current->signal;
 	pool->nr_workers = 1;
@@ -768,17 +781,6 @@ void aio_pool_retire(struct aio_pool *pool)
 }
 
 /**
- * aio_pool_idle - has the pool nothing admitted?
- * @pool: the pool
- *
- * Context: any.
- */
-bool aio_pool_idle(struct aio_pool *pool)
-{
-	return !atomic_read(&pool->pending);
-}
-
-/**
  * aio_pool_exiting - is the process of the pool going away?
  * @pool: the pool
  *
@@ -801,27 +803,66 @@ bool aio_pool_exiting(struct aio_pool *pool)
 }
 
 /**
- * aio_pool_shutdown - the context is closed: drain, then let the workers go
+ * aio_pool_share - let another context of the process use the pool
+ * @pool: a pool created by this process
+ *
+ * Requests of all contexts sharing a pool are ordered against each other,
+ * as stock AIO's, issued by one process, were: a read on one context sees
+ * a write submitted before it on another.  Each context adds its share
+ * to the workers the pool may run, and takes a reference, which
+ * aio_pool_shutdown() and aio_pool_release() give back.
+ *
+ * Context: any; never sleeps.
+ * Return: false if the pool is closed or its process is going away: the
+ * caller needs a pool of its own.
+ */
+bool aio_pool_share(struct aio_pool *pool)
+{
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&pool->lock, flags);
+	ok = !pool->closing && !pool->exiting && !pool->dead &&
+	     pool->sig == current->signal;
+	if (ok) {
+		pool->users++;
+		pool->max_workers += pool->per_user;
+		refcount_inc(&pool->refs);
+	}
+	spin_unlock_irqrestore(&pool->lock, flags);
+	return ok;
+}
+
+/**
+ * aio_pool_shutdown - a context of the pool is closed
  * @pool: the pool
  *
  * Cancels nothing: the workers run what is queued and what is admitted
- * until it is done, and exit then.  Call when no new request can be
- * submitted to the context (its users reference is gone).
+ * until it is done.  When the last context sharing the pool is closed,
+ * they exit then; before, the pool only shrinks by the context's share.
+ * Call when no new request can be submitted to the context (its users
+ * reference is gone).
  *
  * Context: any; never sleeps.
  */
 void aio_pool_shutdown(struct aio_pool *pool)
 {
 	unsigned long flags;
+	bool last;
 
 	spin_lock_irqsave(&pool->lock, flags);
-	pool->closing = true;
+	last = !--pool->users;
+	if (last)
+		pool->closing = true;
+	else
+		pool->max_workers -= pool->per_user;
 	spin_unlock_irqrestore(&pool->lock, flags);
-	wake_up_all(&pool->wait);
+	if (last)
+		wake_up_all(&pool->wait);
 }
 
 /**
- * aio_pool_release - drop the owner's reference
+ * aio_pool_release - drop a context's reference
  * @pool: the pool, after aio_pool_shutdown() and once nothing can queue
  *	  to it any more
  *

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -359,15 +360,18 @@ TEST_F(aiocg, interface_files)
 }
 
 /*
- * aio.workers.max 0 leaves no room for a context's first worker:
+ * aio.workers.max 0 leaves no room for a process's first worker:
  * io_setup() fails with EAGAIN (counted in aio.events) instead of making
  * a context that would block.  With room, the worker is charged while
- * the context lives and given back after io_destroy().
+ * the process has a context and given back after io_destroy().  A second
+ * context of the process shares the pool; another process needs its own.
  */
 TEST_F(aiocg, workers_max_and_io_setup)
 {
 	struct cg_state *st = &self->st;
 	aio_context_t ctx2 = 0;
+	int status;
+	pid_t pid;
 	long val;
 
 	if (aio_read_long(OFFLOAD_SYSCTL, &val) || val != 1)
@@ -384,12 +388,22 @@ TEST_F(aiocg, workers_max_and_io_setup)
 	ASSERT_EQ(0, sys_io_setup(16, &st->ctx));
 	EXPECT_EQ(1, cg_key(_metadata, st->cg, "aio.current", "workers"));
 	EXPECT_EQ(1, cg_key(_metadata, st->cg, "aio.peak", "workers"));
-	/* A second context finds the cgroup full. */
-	errno = 0;
-	EXPECT_EQ(-1, sys_io_setup(16, &ctx2));
-	EXPECT_EQ(EAGAIN, errno);
-	if (ctx2)
-		sys_io_destroy(ctx2);
+	/* A second context of the process shares its pool: no new worker. */
+	ASSERT_EQ(0, sys_io_setup(16, &ctx2));
+	EXPECT_EQ(1, cg_key(_metadata, st->cg, "aio.current", "workers"));
+	/* Another process needs a worker of its own: the cgroup is full. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		aio_context_t c = 0;
+
+		errno = 0;
+		_exit(sys_io_setup(16, &c) == -1 && errno == EAGAIN ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("io_setup() of another process did not fail with EAGAIN");
+	EXPECT_EQ(0, sys_io_destroy(ctx2));
 	ASSERT_EQ(0, sys_io_destroy(st->ctx));
 	st->ctx = 0;
 	EXPECT_EQ(0, cg_key_settles(_metadata, st->cg, "aio.current",

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Order of requests on one file within one io_submit() call.
+ * Order of requests on one file, within one io_submit() call and across
+ * the contexts of a process.
  *
  * Stock AIO runs a buffered write to completion inside io_submit() before
  * it looks at the next iocb, so later iocbs on the same file see its
@@ -18,6 +19,14 @@
  *   sysctl_off_keeps_order          after fs.aio-offload is set to 0, a
  *                                   read still waits for the write queued
  *                                   before it on the file.
+ * Across contexts (InnoDB writes through one and reads through another):
+ *   other_context_read_sees_write   a read on a second context waits for
+ *                                   the write queued on the first, even
+ *                                   while io_destroy() of the first waits
+ *                                   for that write;
+ *   other_context_reads_100         100 buffered writes on one context,
+ *                                   each read back at once through
+ *                                   another, cold cache: no old data.
  * And what each request is:
  *   buffered_write_one_call         a buffered write is one filesystem
  *                                   call, by a worker (aio.stat
@@ -31,6 +40,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -511,6 +521,137 @@ TEST_F_TIMEOUT(order, read_to_eof_is_final, 300)
 	EXPECT_EQ(0, short1 - short0) TH_LOG("the read went to a worker");
 	EXPECT_EQ(1, inl1 - inl0);
 	close(fd);
+}
+
+struct destroy_arg {
+	aio_context_t ctx;
+	pid_t tid;
+	long ret;
+};
+
+static void *destroy_thread(void *p)
+{
+	struct destroy_arg *a = p;
+
+	__atomic_store_n(&a->tid, aio_gettid(), __ATOMIC_SEQ_CST);
+	a->ret = sys_io_destroy(a->ctx);
+	return NULL;
+}
+
+/*
+ * Stock AIO finished the write inside io_submit(), so a read submitted
+ * after it on another context of the process saw it.  With the write
+ * queued behind a freeze, the read on the second context (of a cached
+ * block: inline it would return at once) must wait for it, also while
+ * io_destroy() of the first context waits for the write: io_destroy()
+ * cancels no write, and the read behind it is served after it.
+ */
+TEST_F_TIMEOUT(order, other_context_read_sees_write, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[2], *list = &cbs[1];
+	struct destroy_arg da = { .tid = 0, .ret = -2 };
+	aio_context_t ctx2 = 0;
+	struct io_event ev;
+	pthread_t thr;
+	const char *skip;
+	long submitted;
+	char state = 0;
+	uint64_t seed;
+	int bfd, i;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock io_submit() blocks");
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	ASSERT_EQ(0, sys_io_setup(8, &ctx2));
+	seed = aio_new_seed();
+	bfd = queue_frozen_write(_metadata, st, &cbs[0], seed);
+	ASSERT_LE(0, bfd);
+
+	memset(st->buf + BLK, 0x5a, BLK);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, bfd, st->buf + BLK, BLK,
+		    TARGET_OFF, 1);
+	submitted = sys_io_submit(ctx2, 1, &list);
+	/* io_destroy() of the first context, waiting for the frozen write. */
+	da.ctx = st->ctx;
+	i = pthread_create(&thr, NULL, destroy_thread, &da);
+	if (!i) {
+		st->ctx = 0;
+		for (int n = 0; n < 1000 && state != 'D'; n++) {
+			pid_t tid = __atomic_load_n(&da.tid, __ATOMIC_SEQ_CST);
+
+			usleep(10000);
+			state = tid ? aio_thread_state(tid) : 0;
+		}
+	}
+	/* Thawed before any ASSERT: a frozen worker would hold the exit. */
+	ASSERT_EQ(0, aio_fs_thaw(st->mnt));
+	st->frozen = false;
+	ASSERT_EQ(0, i);
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+	EXPECT_EQ('D', state) TH_LOG("io_destroy() did not wait for the write");
+	EXPECT_EQ(0, da.ret);
+	ASSERT_EQ(1, submitted) TH_LOG("io_submit: %s", strerror(errno));
+	ASSERT_EQ(1, aio_reap(ctx2, &ev, 1, 60));
+	EXPECT_EQ(BLK, ev.res);
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BLK, BLK, seed,
+					 TARGET_OFF))
+		TH_LOG("the read on the second context returned old data");
+	ASSERT_EQ(BLK, pread(bfd, st->buf + BLK, BLK, TARGET_OFF));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BLK, BLK, seed,
+					 TARGET_OFF));
+	EXPECT_EQ(0, sys_io_destroy(ctx2));
+	close(bfd);
+}
+
+/*
+ * The same without a freeze, as a program would see it: a buffered write
+ * of a cold block on one context, then a buffered read of it on another,
+ * reaped together, OTHER_READS times at different blocks.
+ */
+#define OTHER_READS	100
+
+TEST_F_TIMEOUT(order, other_context_reads_100, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[2], *list[2] = { &cbs[0], &cbs[1] };
+	aio_context_t ctx2 = 0;
+	struct io_event ev;
+	const char *skip;
+	int i, stale = 0;
+	uint64_t seed;
+
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	ASSERT_EQ(0, sys_io_setup(8, &ctx2));
+	/* Cold: the next read of each block has to go to the device. */
+	ASSERT_EQ(0, posix_fadvise(st->fd, 0, FILE_LEN, POSIX_FADV_DONTNEED));
+	for (i = 0; i < OTHER_READS; i++) {
+		off_t off = (off_t)(i % (FILE_LEN / BLK)) * BLK;
+
+		seed = aio_new_seed();
+		aio_fill_pattern(st->buf, BLK, seed, off);
+		memset(st->buf + BLK, 0x5a, BLK);
+		aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, st->fd, st->buf, BLK,
+			    off, 0);
+		aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, st->fd, st->buf + BLK,
+			    BLK, off, 1);
+		ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list[0]));
+		ASSERT_EQ(1, sys_io_submit(ctx2, 1, &list[1]));
+		ASSERT_EQ(1, aio_reap(ctx2, &ev, 1, 60));
+		EXPECT_EQ(BLK, ev.res);
+		if (aio_verify_pattern(st->buf + BLK, BLK, seed, off) >= 0)
+			stale++;
+		ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, 60));
+		EXPECT_EQ(BLK, ev.res);
+	}
+	EXPECT_EQ(0, stale)
+		TH_LOG("%d of %d reads on the second context returned old data",
+		       stale, OTHER_READS);
+	EXPECT_EQ(0, sys_io_destroy(ctx2));
 }
 
 TEST_HARNESS_MAIN
