@@ -3,7 +3,9 @@
 """Medians of rig/overhead.sh's runs and the overhead targets.
 
 Usage: overhead.py OUTDIR RUNS SEGS
+       overhead.py --icount OUTDIR RUNS
 """
+import glob
 import json
 import os
 import statistics
@@ -74,7 +76,44 @@ def aio_stat(outdir, job, mode, runs, segs):
     return tot
 
 
+def icount(outdir, runs):
+    """The -icount boot: IOPS of each mode on null_blk, and their ratios.
+
+    Guest time there is instructions executed, so a mode's runs agree to
+    a fraction of a percent and 1/IOPS is instructions per I/O.
+    """
+    modes = ['0', '1', 'nw']
+    print('null_blk under -icount (guest time = instructions; CPU-bound, '
+          'no device time):')
+    for rw in ('randread', 'randwrite'):
+        iops = {}
+        for m in modes:
+            v = []
+            for path in glob.glob(os.path.join(outdir, 'icount-%s-%s-*.json'
+                                               % (rw, m))):
+                with open(path) as f:
+                    j = json.load(f)['jobs'][0]
+                v.append(j['read' if rw == 'randread' else 'write']['iops'])
+            if len(v) != 2 * runs:
+                raise ValueError('%s %s: %d runs, not %d' % (rw, m, len(v),
+                                                            2 * runs))
+            iops[m] = v
+        med = dict((m, statistics.median(iops[m])) for m in modes)
+        spread = max((max(v) - min(v)) / statistics.median(v)
+                     for v in iops.values())
+        print('%s: IOPS offload=0 %.0f, offload=1 %.0f, RWF_NOWAIT %.0f '
+              '(runs spread at most %.2f%%)' % (rw, med['0'], med['1'],
+                                                med['nw'], 100 * spread))
+        print('%s: offload=1/offload=0 %.4f (the IOPS any device keeps at '
+              'least); RWF_NOWAIT/offload=0 %.4f, offload=1/RWF_NOWAIT '
+              '%.4f' % (rw, med['1'] / med['0'], med['nw'] / med['0'],
+                        med['1'] / med['nw']))
+    return 0
+
+
 def main():
+    if sys.argv[1] == '--icount':
+        return icount(sys.argv[2], int(sys.argv[3]))
     outdir, runs, segs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     with open(os.path.join(outdir, 'clk_tck')) as f:
         hz = int(f.read())

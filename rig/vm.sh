@@ -15,7 +15,9 @@
 # Environment: KERNEL=patched|stock (default patched), NAME (default
 # $KERNEL), TIMEOUT seconds (default 1800), GUEST_ENV (extra "K=V ..."),
 # KERNEL_ARGS (extra kernel parameters),
-# NULLB (null_blk module parameters), QUIET=1 (console to the log only).
+# NULLB (null_blk module parameters), QUIET=1 (console to the log only),
+# ACCEL (QEMU -accel, default tcg,thread=multi), QEMU_EXTRA (more QEMU
+# options, word-split).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,7 +59,7 @@ append+=" ro console=ttyS0 panic=-1 init=$top/rig/guest-init.sh $nullb"
 # KERNEL_ARGS: more kernel parameters (make check-debug: see check-debug.sh).
 append+="${KERNEL_ARGS:+ $KERNEL_ARGS}"
 
-qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
+qemu=(qemu-system-x86_64 -accel "${ACCEL:-tcg,thread=multi}" -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nic none -kernel "$image" -append "$append"
 	-fsdev local,id=root,path=/,security_model=none,readonly=on,multidevs=remap
 	-device virtio-9p-pci,fsdev=root,mount_tag=/dev/root
@@ -66,7 +68,7 @@ qemu=(qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp 2 -m 2G
 	-drive file="$dir/nvme.img",if=none,id=nvm,format=raw,cache=none
 	-device nvme,serial=aiorig0,drive=nvm
 	-device sdhci-pci -drive file="$dir/sd.img",if=none,id=sdcard,format=raw
-	-device sd-card,drive=sdcard)
+	-device sd-card,drive=sdcard ${QEMU_EXTRA:-})
 
 echo "  VM      $kernel kernel, log build/vm/$name/console.log"
 if [ "${QUIET:-0}" = 1 ]; then
