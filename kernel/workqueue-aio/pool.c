@@ -158,7 +158,7 @@ static struct aio_pool_order *aio_pool_order(struct aio_pool *pool,
 static void aio_pool_put(struct aio_pool *pool)
 {
 	if (refcount_dec_and_test(&pool->refs))
-		kfree(pool);
+		kvfree(pool);
 }
 
 static int aio_worker(void *data);
@@ -550,7 +550,8 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
 	struct aio_pool *pool;
 	int err, i;
 
-	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
+	/* Over 8 KiB with its order buckets: no need for contiguous pages. */
+	pool = kvzalloc(sizeof(*pool), GFP_KERNEL);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&pool->lock);
@@ -852,10 +853,13 @@ void aio_pool_shutdown(struct aio_pool *pool)
 
 	spin_lock_irqsave(&pool->lock, flags);
 	last = !--pool->users;
-	if (last)
+	if (last) {
 		pool->closing = true;
-	else
+	} else {
 		pool->max_workers -= pool->per_user;
+		/* Stall growth is bounded by the limit: see aio_worker_stalled(). */
+		pool->grown = min(pool->grown, pool->max_workers);
+	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (last)
 		wake_up_all(&pool->wait);

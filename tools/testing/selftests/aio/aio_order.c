@@ -19,6 +19,10 @@
  *   sysctl_off_keeps_order          after fs.aio-offload is set to 0, a
  *                                   read still waits for the write queued
  *                                   before it on the file.
+ * And what must not wait:
+ *   fsync_does_not_hold_later_writes  O_DIRECT writes submitted after a
+ *                                   slow fdatasync (log on dm-delay)
+ *                                   complete before it, as in stock.
  * Across contexts (InnoDB writes through one and reads through another):
  *   other_context_read_sees_write   a read on a second context waits for
  *                                   the write queued on the first, even
@@ -45,7 +49,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/mount.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -58,6 +64,8 @@
 #define BUF_LEN		(BIG + (NR_WRITES + 1) * BLK)
 
 #define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
+#define DM_FS		"aio-order-fs"
+#define DM_LOG		"aio-order-log"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
 
 struct order_state {
@@ -67,6 +75,7 @@ struct order_state {
 	char mnt[64];
 	bool frozen;
 	bool sysctl_off;	/* the test set fs.aio-offload to 0 */
+	bool dm;		/* the test made DM_FS and DM_LOG */
 	char *buf;
 };
 
@@ -99,6 +108,7 @@ FIXTURE_SETUP(order)
 	st->mnt[0] = '\0';
 	st->frozen = false;
 	st->sysctl_off = false;
+	st->dm = false;
 	st->buf = NULL;
 	ASSERT_EQ(0, aio_lock_memory());
 	ASSERT_EQ(0, sys_io_setup(64, &st->ctx));
@@ -123,6 +133,8 @@ FIXTURE_TEARDOWN_PARENT(order)
 	}
 	if (st->mnt[0] && aio_scratch_umount(st->mnt))
 		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
+	if (st->dm && (aio_dm_remove(DM_FS) || aio_dm_remove(DM_LOG)))
+		TH_LOG("dmsetup remove %s %s failed", DM_FS, DM_LOG);
 }
 
 /*
@@ -652,6 +664,153 @@ TEST_F_TIMEOUT(order, other_context_reads_100, 300)
 		TH_LOG("%d of %d reads on the second context returned old data",
 		       stale, OTHER_READS);
 	EXPECT_EQ(0, sys_io_destroy(ctx2));
+}
+
+/*
+ * An fdatasync holds up nothing submitted after it: stock runs AIO fsync
+ * in a kworker, alongside later I/O, so O_DIRECT writes submitted while a
+ * slow fdatasync of the same file is in flight complete before it does.
+ * The journal (ext4) or log (XFS) is on dm-delay, SLOW_LOG_MS per I/O,
+ * at the end of the device; the filesystem is on dm-linear before it.
+ */
+#define SLOW_LOG_MS	200
+#define SLOW_LOG_LEN	(128ULL << 20)
+#define SLOW_WRITES	16
+
+static const char *setup_slow_log(struct __test_metadata *_metadata,
+				  struct order_state *st)
+{
+	const char *dev = aio_dev_path();
+	char table[256], path[sizeof(st->mnt) + 8];
+	char *ext4_log[] = { "mke2fs", "-q", "-F", "-O", "journal_dev",
+			     "-b", "4096", "/dev/mapper/" DM_LOG, NULL };
+	char *ext4_fs[] = { "mkfs.ext4", "-q", "-F", "-b", "4096", "-E",
+			    "nodiscard", "-J", "device=/dev/mapper/" DM_LOG,
+			    "/dev/mapper/" DM_FS, NULL };
+	char *xfs_fs[] = { "mkfs.xfs", "-q", "-f", "-K", "-l",
+			   "logdev=/dev/mapper/" DM_LOG ",size=64m",
+			   "/dev/mapper/" DM_FS, NULL };
+	const char *opts;
+	uint64_t size, fs_sectors;
+	int fd, ret;
+
+	if (!dev)
+		return "AIO_TEST_DEV not set";
+	if (!aio_dev_holds_data())
+		return "the device does not store data";
+	fd = open(dev, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, aio_dev_size(fd, &size));
+	close(fd);
+	if (size < SLOW_LOG_LEN + (320ULL << 20))
+		return "the device is too small for a filesystem and a log";
+	fs_sectors = (size - SLOW_LOG_LEN) >> 9;
+	snprintf(table, sizeof(table), "0 %llu linear %s 0",
+		 (unsigned long long)fs_sectors, dev);
+	ret = aio_dm_create(DM_FS, table);
+	if (ret == AIO_MKFS_NOT_FOUND)
+		return "dmsetup not available";
+	ASSERT_EQ(0, ret);
+	st->dm = true;
+	snprintf(table, sizeof(table), "0 %llu delay %s %llu %d",
+		 SLOW_LOG_LEN >> 9, dev, (unsigned long long)fs_sectors,
+		 SLOW_LOG_MS);
+	if (aio_dm_create(DM_LOG, table)) {
+		aio_dm_remove(DM_FS);
+		st->dm = false;
+		ASSERT_TRUE(false) TH_LOG("dm-delay: %s", table);
+	}
+	if (!strcmp(st->fstype, "ext4")) {
+		ASSERT_EQ(0, aio_run(ext4_log));
+		ASSERT_EQ(0, aio_run(ext4_fs));
+		opts = "journal_path=/dev/mapper/" DM_LOG;
+	} else {
+		ASSERT_EQ(0, aio_run(xfs_fs));
+		opts = "logdev=/dev/mapper/" DM_LOG;
+	}
+	strcpy(st->mnt, "/tmp/aio-order-XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(st->mnt));
+	ret = mount("/dev/mapper/" DM_FS, st->mnt, st->fstype, 0, opts);
+	if (ret)
+		rmdir(st->mnt);
+	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", opts, strerror(errno));
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	st->fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	ASSERT_LE(0, st->fd);
+	return NULL;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+TEST_F_TIMEOUT(order, fsync_does_not_hold_later_writes, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[SLOW_WRITES + 1], *list[SLOW_WRITES + 1];
+	char path[sizeof(st->mnt) + 8];
+	uint64_t seed[SLOW_WRITES];
+	double t0, fsync_ms = 0;
+	int i, n, fsync_at = -1;
+	const char *skip;
+	struct io_event ev;
+	int bfd;
+
+	skip = setup_slow_log(_metadata, st);
+	if (skip)
+		SKIP(return, "%s", skip);
+	/* Allocated, written and committed: overwrites need no metadata. */
+	memset(st->buf, 0, FILE_LEN);
+	ASSERT_EQ(FILE_LEN, pwrite(st->fd, st->buf, FILE_LEN, 0));
+	ASSERT_EQ(0, fsync(st->fd));
+	/* A buffered append: the fdatasync has to commit its allocation. */
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	bfd = open(path, O_WRONLY);
+	ASSERT_LE(0, bfd);
+	ASSERT_EQ(BLK, pwrite(bfd, st->buf, BLK, FILE_LEN));
+
+	memset(&cbs[0], 0, sizeof(cbs[0]));
+	cbs[0].aio_fildes = st->fd;
+	cbs[0].aio_lio_opcode = IOCB_CMD_FDSYNC;
+	cbs[0].aio_data = SLOW_WRITES;
+	list[0] = &cbs[0];
+	for (i = 0; i < SLOW_WRITES; i++) {
+		seed[i] = aio_new_seed();
+		aio_fill_pattern(st->buf + i * BLK, BLK, seed[i], i * BLK);
+		aio_prep_rw(&cbs[i + 1], IOCB_CMD_PWRITE, st->fd,
+			    st->buf + i * BLK, BLK, i * BLK, i);
+		list[i + 1] = &cbs[i + 1];
+	}
+	t0 = now_ms();
+	ASSERT_EQ(SLOW_WRITES + 1, sys_io_submit(st->ctx, SLOW_WRITES + 1,
+						 list));
+	for (n = 0; n < SLOW_WRITES + 1; n++) {
+		ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, 60));
+		if (ev.data == SLOW_WRITES) {
+			fsync_at = n;
+			fsync_ms = now_ms() - t0;
+			EXPECT_EQ(0, ev.res);
+		} else {
+			EXPECT_EQ(BLK, ev.res);
+		}
+	}
+	close(bfd);
+	/* Otherwise nothing here could tell a wait. */
+	ASSERT_LE(SLOW_LOG_MS, fsync_ms)
+		TH_LOG("the fdatasync took %.0f ms: the log is not slow",
+		       fsync_ms);
+	EXPECT_EQ(SLOW_WRITES, fsync_at)
+		TH_LOG("%d of %d writes submitted after the fdatasync (%.0f ms) completed after it",
+		       SLOW_WRITES - fsync_at, SLOW_WRITES, fsync_ms);
+	for (i = 0; i < SLOW_WRITES; i++) {
+		ASSERT_EQ(BLK, pread(st->fd, st->buf + BIG, BLK, i * BLK));
+		EXPECT_EQ(-1, aio_verify_pattern(st->buf + BIG, BLK, seed[i],
+						 i * BLK));
+	}
 }
 
 TEST_HARNESS_MAIN

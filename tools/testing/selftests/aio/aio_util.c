@@ -272,27 +272,11 @@ int aio_dev_lbs(int fd, int *lbs)
 	return 0;
 }
 
-int aio_mkfs(const char *dev, const char *fstype)
+int aio_run(char * const argv[])
 {
-	/*
-	 * Discard is skipped: a whole-device discard on emulated flash can
-	 * take far longer than the test itself and proves nothing here.
-	 */
-	char * const ext4_argv[] = { "mkfs.ext4", "-F", "-q", "-E", "nodiscard",
-				     (char *)dev, NULL };
-	char * const xfs_argv[] = { "mkfs.xfs", "-f", "-q", "-K", (char *)dev,
-				    NULL };
 	char sbin[2][PATH_MAX];
-	char * const *argv;
 	int status;
 	pid_t pid;
-
-	if (!strcmp(fstype, "ext4"))
-		argv = ext4_argv;
-	else if (!strcmp(fstype, "xfs"))
-		argv = xfs_argv;
-	else
-		return -EINVAL;
 
 	/* Built before fork(): only async-signal-safe calls in the child. */
 	snprintf(sbin[0], sizeof(sbin[0]), "/usr/sbin/%s", argv[0]);
@@ -322,6 +306,43 @@ int aio_mkfs(const char *dev, const char *fstype)
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
+}
+
+int aio_mkfs(const char *dev, const char *fstype)
+{
+	/*
+	 * Discard is skipped: a whole-device discard on emulated flash can
+	 * take far longer than the test itself and proves nothing here.
+	 */
+	char * const ext4_argv[] = { "mkfs.ext4", "-F", "-q", "-E", "nodiscard",
+				     (char *)dev, NULL };
+	char * const xfs_argv[] = { "mkfs.xfs", "-f", "-q", "-K", (char *)dev,
+				    NULL };
+
+	if (!strcmp(fstype, "ext4"))
+		return aio_run(ext4_argv);
+	if (!strcmp(fstype, "xfs"))
+		return aio_run(xfs_argv);
+	return -EINVAL;
+}
+
+int aio_dm_create(const char *name, const char *table)
+{
+	char * const argv[] = { "dmsetup", "create", (char *)name, "--table",
+				(char *)table, NULL };
+	/* Without udev (the rig's guest) nobody else makes /dev/mapper/NAME. */
+	char * const mknodes[] = { "dmsetup", "mknodes", (char *)name, NULL };
+	int ret = aio_run(argv);
+
+	return ret ? ret : aio_run(mknodes);
+}
+
+int aio_dm_remove(const char *name)
+{
+	char * const argv[] = { "dmsetup", "remove", "--retry", (char *)name,
+				NULL };
+
+	return aio_run(argv);
 }
 
 int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,

@@ -41,7 +41,7 @@
 #define AIO_DEV_TEST_TIMEOUT	300
 #endif
 
-/* aio_mkfs() exit status when the mkfs binary could not be executed. */
+/* aio_run() exit status when the program could not be executed. */
 #define AIO_MKFS_NOT_FOUND	127
 
 #define AIO_RING_MAGIC_VALUE	0xa10a10a1
@@ -130,10 +130,18 @@ int aio_dev_size(int fd, uint64_t *size);
 int aio_dev_lbs(int fd, int *lbs);
 
 /*
+ * Run a program (found in PATH, /usr/sbin or /sbin), output discarded:
+ * its exit status (AIO_MKFS_NOT_FOUND if it could not be run), -errno.
+ */
+int aio_run(char * const argv[]);
+/*
  * mkfs the device: 0 on success, the mkfs exit status if it failed
  * (AIO_MKFS_NOT_FOUND if it could not be run), -errno on other errors.
  */
 int aio_mkfs(const char *dev, const char *fstype);
+/* dmsetup create NAME --table TABLE / dmsetup remove: as aio_run(). */
+int aio_dm_create(const char *name, const char *table);
+int aio_dm_remove(const char *name);
 /*
  * aio_mkfs() the device, create a directory under /tmp (written to mnt) and
  * mount the new filesystem there.  Same return convention as aio_mkfs().
