@@ -208,13 +208,19 @@ fail:
 	return err;
 }
 
-/* Count @work in or out of its bucket's queued requests (@d: +1 or -1). */
+/*
+ * Count @work in or out of its bucket's queued requests (@d: +1 or -1),
+ * which later requests with its key wait behind (aio_pool_busy()).  Not
+ * a barrier (fsync): it waits for what came before it, but holds up
+ * nothing after it, so a write submitted after it is still tried inline,
+ * as stock issues it alongside the fsync.
+ */
 static void aio_pool_count_queued(struct aio_pool *pool,
 				  struct aio_offload_work *work, int d)
 {
 	struct aio_pool_order *o;
 
-	if (!work->key)
+	if (!work->key || work->barrier)
 		return;
 	o = aio_pool_order(pool, work->key);
 	WRITE_ONCE(o->queued, o->queued + d);

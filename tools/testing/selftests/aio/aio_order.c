@@ -682,14 +682,16 @@ static const char *setup_slow_log(struct __test_metadata *_metadata,
 {
 	const char *dev = aio_dev_path();
 	char table[256], path[sizeof(st->mnt) + 8];
-	char *ext4_log[] = { "mke2fs", "-q", "-F", "-O", "journal_dev",
-			     "-b", "4096", "/dev/mapper/" DM_LOG, NULL };
-	char *ext4_fs[] = { "mkfs.ext4", "-q", "-F", "-b", "4096", "-E",
-			    "nodiscard", "-J", "device=/dev/mapper/" DM_LOG,
-			    "/dev/mapper/" DM_FS, NULL };
-	char *xfs_fs[] = { "mkfs.xfs", "-q", "-f", "-K", "-l",
-			   "logdev=/dev/mapper/" DM_LOG ",size=64m",
-			   "/dev/mapper/" DM_FS, NULL };
+	static char * const ext4_log[] = {
+		"mke2fs", "-q", "-F", "-O", "journal_dev", "-b", "4096",
+		"/dev/mapper/" DM_LOG, NULL };
+	static char * const ext4_fs[] = {
+		"mkfs.ext4", "-q", "-F", "-b", "4096", "-E", "nodiscard",
+		"-J", "device=/dev/mapper/" DM_LOG, "/dev/mapper/" DM_FS, NULL };
+	static char * const xfs_fs[] = {
+		"mkfs.xfs", "-q", "-f", "-K", "-l",
+		"logdev=/dev/mapper/" DM_LOG ",size=64m", "/dev/mapper/" DM_FS,
+		NULL };
 	const char *opts;
 	uint64_t size, fs_sectors;
 	int fd, ret;
@@ -728,7 +730,7 @@ static const char *setup_slow_log(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, aio_run(xfs_fs));
 		opts = "logdev=/dev/mapper/" DM_LOG;
 	}
-	strcpy(st->mnt, "/tmp/aio-order-XXXXXX");
+	snprintf(st->mnt, sizeof(st->mnt), "/tmp/aio-order-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(st->mnt));
 	ret = mount("/dev/mapper/" DM_FS, st->mnt, st->fstype, 0, opts);
 	if (ret)
