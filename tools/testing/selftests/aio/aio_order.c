@@ -54,7 +54,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mount.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -734,12 +733,9 @@ static const char *setup_slow_log(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, aio_run(xfs_fs));
 		opts = "logdev=/dev/mapper/" DM_LOG;
 	}
-	snprintf(st->mnt, sizeof(st->mnt), "/tmp/aio-order-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(st->mnt));
-	ret = mount("/dev/mapper/" DM_FS, st->mnt, st->fstype, 0, opts);
-	if (ret)
-		rmdir(st->mnt);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", opts, strerror(errno));
+	ret = aio_mount_tmp("/dev/mapper/" DM_FS, st->fstype, opts, st->mnt,
+			    sizeof(st->mnt));
+	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", opts, strerror(-ret));
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
 	st->fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	ASSERT_LE(0, st->fd);
@@ -863,12 +859,9 @@ static const char *setup_delayed_fs(struct __test_metadata *_metadata,
 		return "dmsetup not available";
 	ASSERT_EQ(0, ret) TH_LOG("dm-delay: %s", table);
 	st->dm = true;
-	snprintf(st->mnt, sizeof(st->mnt), "/tmp/aio-order-XXXXXX");
-	ASSERT_NE(NULL, mkdtemp(st->mnt));
-	ret = mount("/dev/mapper/" DM_FS, st->mnt, st->fstype, 0, NULL);
-	if (ret)
-		rmdir(st->mnt);
-	ASSERT_EQ(0, ret) TH_LOG("mount: %s", strerror(errno));
+	ret = aio_mount_tmp("/dev/mapper/" DM_FS, st->fstype, NULL, st->mnt,
+			    sizeof(st->mnt));
+	ASSERT_EQ(0, ret) TH_LOG("mount: %s", strerror(-ret));
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
 	st->fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	ASSERT_LE(0, st->fd);

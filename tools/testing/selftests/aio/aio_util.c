@@ -345,33 +345,39 @@ int aio_dm_remove(const char *name)
 	return aio_run(argv);
 }
 
-int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,
-		      size_t mntlen)
+int aio_mount_tmp(const char *dev, const char *fstype, const char *opts,
+		  char *mnt, size_t mntlen)
 {
 	static const char template[] = "/tmp/aio-scratch-XXXXXX";
 	int ret;
 
 	if (mntlen < sizeof(template))
 		return -ENAMETOOLONG;
-	mnt[0] = '\0';
-
-	ret = aio_mkfs(dev, fstype);
-	if (ret)
-		return ret;
-
 	memcpy(mnt, template, sizeof(template));
 	if (!mkdtemp(mnt)) {
 		ret = -errno;
 		mnt[0] = '\0';
 		return ret;
 	}
-	if (mount(dev, mnt, fstype, 0, NULL)) {
+	if (mount(dev, mnt, fstype, 0, opts)) {
 		ret = -errno;
 		rmdir(mnt);
 		mnt[0] = '\0';
 		return ret;
 	}
 	return 0;
+}
+
+int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,
+		      size_t mntlen)
+{
+	int ret;
+
+	mnt[0] = '\0';
+	ret = aio_mkfs(dev, fstype);
+	if (ret)
+		return ret;
+	return aio_mount_tmp(dev, fstype, NULL, mnt, mntlen);
 }
 
 int aio_scratch_umount(const char *mnt)

@@ -143,6 +143,12 @@ int aio_mkfs(const char *dev, const char *fstype);
 int aio_dm_create(const char *name, const char *table);
 int aio_dm_remove(const char *name);
 /*
+ * Mount an existing filesystem on a new directory under /tmp (written to
+ * mnt), with mount options opts (or NULL): 0 or -errno.
+ */
+int aio_mount_tmp(const char *dev, const char *fstype, const char *opts,
+		  char *mnt, size_t mntlen);
+/*
  * aio_mkfs() the device, create a directory under /tmp (written to mnt) and
  * mount the new filesystem there.  Same return convention as aio_mkfs().
  */
