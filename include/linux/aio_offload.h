@@ -5,6 +5,7 @@
 #include <linux/list.h>
 
 struct aio_pool;
+struct aio_pool_order;
 
 /* Why fs/aio.c handed a read or write to a worker (trace/events/aio.h). */
 enum aio_punt_reason {
@@ -66,7 +67,8 @@ struct aio_cgroup;
  * @end:	one past its last byte (LLONG_MAX: to the end of the file)
  * @held:	an exclusive request a worker started; aio_pool_complete()
  *		must be called when it completes
- * @hold:	entry in the pool's list of held requests
+ * @hold:	entry in its key's list of held requests
+ * @order:	the pool's order entry for @key, while the pool has it
  */
 struct aio_offload_work {
 	struct list_head	node;
@@ -79,6 +81,7 @@ struct aio_offload_work {
 	loff_t			pos;
 	loff_t			end;
 	struct list_head	hold;
+	struct aio_pool_order	*order;
 };
 
 #ifdef CONFIG_AIO_OFFLOAD

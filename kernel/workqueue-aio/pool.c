@@ -24,10 +24,11 @@
  *
  * Requests on one file are kept in order: a request that stock AIO would
  * have issued inside io_submit() before the next one must not be
- * overtaken by it.  Keys (files) hash into a few buckets, as in io-wq; a
- * bucket's requests start in queue order, writes alone, reads together,
- * so that writes queued on one file wait in the queue rather than take a
- * thread each.  A collision only orders more than needed.  Stock issues a
+ * overtaken by it.  Each key (inode) with requests in the pool has an
+ * order entry; its requests start in queue order, writes alone, reads
+ * together, so that writes queued on one file wait in the queue rather
+ * than take a thread each, and a request stuck on one file (on a FUSE
+ * server of the process, say) holds up no other file.  Stock issues a
  * batch from one thread, so overlapping direct writes reach the device in
  * order; workers on several CPUs would not, so a write also holds its
  * byte range until it completes, and requests overlapping it wait for
@@ -56,6 +57,7 @@
 #include <linux/aio_offload.h>
 #include <linux/atomic.h>
 #include <linux/hash.h>
+#include <linux/rculist.h>
 #include <linux/refcount.h>
 #include <linux/resume_user_mode.h>
 #include <linux/sched/signal.h>
@@ -74,22 +76,42 @@
  */
 #define AIO_STALL_TIMEOUT	HZ
 
-/*
- * A pool serves all the contexts of a process, so its buckets hold the
- * files of all of them: enough that unrelated files rarely share one.
- */
-#define AIO_POOL_ORDER_BITS	8
+/* Hash chains for the order entries: short for a few hundred files. */
+#define AIO_POOL_ORDER_BITS	6
 
-/*
- * Ordered requests of one bucket: queued (writes among them), being
- * issued (@readers, @writer), writes started and not completed (@held).
+/**
+ * struct aio_pool_order - the ordered requests of one key
+ * @link:	in the pool's hash chain: changed under the pool lock, walked
+ *		under RCU by aio_pool_busy()
+ * @key:	the key; NULL for the pool's fallback entry
+ * @refs:	requests using the entry: queued, being issued, and held
+ *		writes (a write a worker runs counts twice until it
+ *		completes).  Freed when 0.
+ * @queued:	requests queued (barriers not counted)
+ * @queued_writers: of those, writes
+ * @readers:	reads being issued by workers
+ * @writer:	a write is being issued by a worker
+ * @blocked:	the aio_pool_take() pass in which the oldest queued request
+ *		could not start: the younger ones wait for it
+ * @held:	writes started and not completed
+ * @rcu:	to free it after aio_pool_busy() readers
+ *
+ * Requests whose entry could not be allocated (in atomic context) use the
+ * pool's fallback entry, as do all requests of keys without an entry of
+ * their own while it is in use: it orders its keys together, more than
+ * needed, never less.
  */
 struct aio_pool_order {
+	struct hlist_node	link;
+	const void		*key;
+	unsigned int		refs;
 	unsigned int		queued;
 	unsigned int		queued_writers;
 	unsigned int		readers;
+	unsigned long		blocked;
 	bool			writer;
 	struct list_head	held;
+	struct rcu_head		rcu;
 };
 
 /**
@@ -122,7 +144,9 @@ struct aio_pool_order {
  * @sig:	its signal_struct, which the workers keep alive
  * @spawn_cg:	the cgroup charged for the worker being created; handed to
  *		it under @lock (one is created at a time)
- * @order:	ordering state per key bucket, under @lock
+ * @pass:	counts aio_pool_take() passes, for &aio_pool_order.blocked
+ * @fallback:	the order entry of requests that could not get their own
+ * @order:	the order entries, hashed by key; under @lock, and RCU
  */
 struct aio_pool {
 	spinlock_t		lock;	/* irq-safe: see aio_pool_queue() */
@@ -146,19 +170,81 @@ struct aio_pool {
 	pid_t			tgid;
 	struct signal_struct	*sig;
 	struct aio_cgroup	*spawn_cg;
-	struct aio_pool_order	order[1 << AIO_POOL_ORDER_BITS];
+	unsigned long		pass;
+	struct aio_pool_order	fallback;
+	struct hlist_head	order[1 << AIO_POOL_ORDER_BITS];
 };
-
-static struct aio_pool_order *aio_pool_order(struct aio_pool *pool,
-					     const void *key)
-{
-	return &pool->order[hash_ptr(key, AIO_POOL_ORDER_BITS)];
-}
 
 static void aio_pool_put(struct aio_pool *pool)
 {
 	if (refcount_dec_and_test(&pool->refs))
-		kvfree(pool);
+		kfree(pool);
+}
+
+static void aio_pool_order_init(struct aio_pool_order *o, const void *key)
+{
+	o->key = key;
+	o->refs = 0;
+	o->queued = 0;
+	o->queued_writers = 0;
+	o->readers = 0;
+	o->blocked = 0;
+	o->writer = false;
+	INIT_LIST_HEAD(&o->held);
+}
+
+/*
+ * The entry requests with @key use now, if any: their own, or the
+ * fallback while it is in use, since some of them may be there.
+ * Context: the pool lock or rcu_read_lock() held.
+ */
+static struct aio_pool_order *aio_pool_order_find(struct aio_pool *pool,
+						  const void *key)
+{
+	struct hlist_head *head = &pool->order[hash_ptr(key,
+							 AIO_POOL_ORDER_BITS)];
+	struct aio_pool_order *o;
+
+	hlist_for_each_entry_rcu(o, head, link, lockdep_is_held(&pool->lock))
+		if (o->key == key)
+			return o;
+	return READ_ONCE(pool->fallback.refs) ? &pool->fallback : NULL;
+}
+
+/*
+ * Take a reference to @work's entry for its key, making one if there is
+ * none.  Called in any context, under locks: the allocation cannot wait,
+ * and if it fails @work uses the fallback entry.
+ */
+static void aio_pool_order_get(struct aio_pool *pool,
+			       struct aio_offload_work *work)
+	__must_hold(&pool->lock)
+{
+	struct aio_pool_order *o = aio_pool_order_find(pool, work->key);
+	struct hlist_head *head;
+
+	if (!o) {
+		o = kmalloc(sizeof(*o), GFP_ATOMIC | __GFP_NOWARN);
+		if (o) {
+			aio_pool_order_init(o, work->key);
+			head = &pool->order[hash_ptr(work->key,
+						     AIO_POOL_ORDER_BITS)];
+			hlist_add_head_rcu(&o->link, head);
+		} else {
+			o = &pool->fallback;
+		}
+	}
+	o->refs++;
+	work->order = o;
+}
+
+static void aio_pool_order_put(struct aio_pool *pool, struct aio_pool_order *o)
+	__must_hold(&pool->lock)
+{
+	if (--o->refs || o == &pool->fallback)
+		return;
+	hlist_del_rcu(&o->link);
+	kfree_rcu(o, rcu);
 }
 
 static int aio_worker(void *data);
@@ -209,26 +295,24 @@ fail:
 }
 
 /*
- * Count @work in or out of its bucket's queued requests (@d: +1 or -1),
+ * Count @work in or out of its key's queued requests (@d: +1 or -1),
  * which later requests with its key wait behind (aio_pool_busy()).  Not
  * a barrier (fsync): it waits for what came before it, but holds up
  * nothing after it, so a write submitted after it is still tried inline,
  * as stock issues it alongside the fsync.
  */
-static void aio_pool_count_queued(struct aio_pool *pool,
-				  struct aio_offload_work *work, int d)
+static void aio_pool_count_queued(struct aio_offload_work *work, int d)
 {
-	struct aio_pool_order *o;
+	struct aio_pool_order *o = work->order;
 
 	if (!work->key || work->barrier)
 		return;
-	o = aio_pool_order(pool, work->key);
 	WRITE_ONCE(o->queued, o->queued + d);
 	if (!work->shared)
 		WRITE_ONCE(o->queued_writers, o->queued_writers + d);
 }
 
-/* May @work start now, given what of its bucket runs? */
+/* May @work start now, given what of its key runs? */
 static bool aio_pool_may_start(struct aio_pool_order *o,
 			       struct aio_offload_work *work)
 {
@@ -254,8 +338,8 @@ static unsigned int aio_pool_running(struct aio_pool *pool)
 
 /*
  * Take the oldest request that may start, and reserve a new worker if
- * none would be idle.  A bucket whose oldest queued request must wait
- * holds back its younger ones too.  *@limited: one could start, but the
+ * none would be idle.  A key whose oldest queued request must wait holds
+ * back its younger ones too.  *@limited: one could start, but the
  * pool runs as many as it may.
  *
  * The pool keeps one worker more than it may run, while it can: the
@@ -265,25 +349,24 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 					      bool *spawn, bool *limited)
 	__must_hold(&pool->lock)
 {
-	DECLARE_BITMAP(blocked, 1 << AIO_POOL_ORDER_BITS);
+	unsigned long pass = ++pool->pass;
 	struct aio_offload_work *work;
 	struct aio_pool_order *o = NULL;
 
 	*limited = false;
-	bitmap_zero(blocked, 1 << AIO_POOL_ORDER_BITS);
+	/* 0 is never a pass: a new entry is blocked in none. */
+	if (!pass)
+		pass = ++pool->pass;
 
 	list_for_each_entry(work, &pool->queue, node) {
-		unsigned int b;
-
 		if (!work->key)
 			goto found;
-		b = hash_ptr(work->key, AIO_POOL_ORDER_BITS);
-		if (test_bit(b, blocked))
+		o = work->order;
+		if (o->blocked == pass)
 			continue;
-		o = &pool->order[b];
 		if (aio_pool_may_start(o, work))
 			goto found;
-		__set_bit(b, blocked);
+		o->blocked = pass;
 	}
 	return NULL;
 
@@ -293,8 +376,9 @@ found:
 		return NULL;
 	}
 	list_del_init(&work->node);
+	/* Its reference for being queued is now for being issued. */
 	if (work->key) {
-		aio_pool_count_queued(pool, work, -1);
+		aio_pool_count_queued(work, -1);
 		if (work->barrier) {
 			/* Nothing to hold. */
 		} else if (work->shared) {
@@ -302,6 +386,7 @@ found:
 		} else {
 			WRITE_ONCE(o->writer, true);
 			work->held = true;
+			o->refs++;
 			list_add_tail(&work->hold, &o->held);
 		}
 	}
@@ -316,12 +401,16 @@ found:
 	return work;
 }
 
-static void aio_pool_done(struct aio_pool_order *o, bool shared)
+/* A worker has issued a request of entry @o; a barrier counted nowhere. */
+static void aio_pool_done(struct aio_pool *pool, struct aio_pool_order *o,
+			  bool shared, bool barrier)
+	__must_hold(&pool->lock)
 {
-	if (shared)
+	if (!barrier && shared)
 		WRITE_ONCE(o->readers, o->readers - 1);
-	else
+	else if (!barrier)
 		WRITE_ONCE(o->writer, false);
+	aio_pool_order_put(pool, o);
 }
 
 /* Draining: no more requests can come but those already admitted. */
@@ -442,11 +531,11 @@ static int aio_worker(void *data)
 		work = aio_pool_take(pool, &spawn, &limited);
 		if (work) {
 			/* Its range stays held until aio_pool_complete(). */
-			const void *key = work->barrier ? NULL : work->key;
-			bool shared = work->shared;
+			struct aio_pool_order *o = work->key ? work->order : NULL;
+			bool shared = work->shared, barrier = work->barrier;
 			/*
 			 * What this one held back (a read or barrier lets
-			 * those behind it in its bucket go) may start now:
+			 * those behind it on its file go) may start now:
 			 * pass the wake-up on, one idle worker at a time.
 			 */
 			bool more = pool->nr_idle && !list_empty(&pool->queue);
@@ -471,9 +560,9 @@ static int aio_worker(void *data)
 			armed = false;
 			spin_lock_irq(&pool->lock);
 			pool->progress++;
-			if (key) {
-				aio_pool_done(aio_pool_order(pool, key), shared);
-				/* Others of its bucket may start now. */
+			if (o) {
+				aio_pool_done(pool, o, shared, barrier);
+				/* Others on its file may start now. */
 				if (!list_empty(&pool->queue))
 					wake_up(&pool->wait);
 			}
@@ -554,15 +643,13 @@ static int aio_worker(void *data)
 struct aio_pool *aio_pool_create(unsigned int max_workers)
 {
 	struct aio_pool *pool;
-	int err, i;
+	int err;
 
-	/* Over 8 KiB with its order buckets: no need for contiguous pages. */
-	pool = kvzalloc(sizeof(*pool), GFP_KERNEL);
+	pool = kzalloc(sizeof(*pool), GFP_KERNEL);
 	if (!pool)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&pool->lock);
-	for (i = 0; i < ARRAY_SIZE(pool->order); i++)
-		INIT_LIST_HEAD(&pool->order[i].held);
+	aio_pool_order_init(&pool->fallback, NULL);
 	INIT_LIST_HEAD(&pool->queue);
 	init_waitqueue_head(&pool->wait);
 	refcount_set(&pool->refs, 1);
@@ -602,7 +689,9 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !pool->dead;
 	if (queued) {
 		list_add_tail(&work->node, &pool->queue);
-		aio_pool_count_queued(pool, work, 1);
+		if (work->key)
+			aio_pool_order_get(pool, work);
+		aio_pool_count_queued(work, 1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (queued)
@@ -628,13 +717,19 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
  */
 bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 {
-	struct aio_pool_order *o = aio_pool_order(pool, key);
+	struct aio_pool_order *o;
+	bool busy = false;
 
+	rcu_read_lock();
+	o = aio_pool_order_find(pool, key);
 	/* list_empty() reads the head once: safe without the lock. */
-	if (shared)
-		return READ_ONCE(o->queued_writers) || !list_empty(&o->held);
-	return READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
-	       !list_empty(&o->held);
+	if (o && shared)
+		busy = READ_ONCE(o->queued_writers) || !list_empty(&o->held);
+	else if (o)
+		busy = READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
+		       !list_empty(&o->held);
+	rcu_read_unlock();
+	return busy;
 }
 
 /**
@@ -648,20 +743,25 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
  * The exact form of aio_pool_busy(), for a request that may not wait
  * (the user's RWF_NOWAIT): true if a write with @key overlapping
  * [@pos, @end) is queued or not yet completed, or, for a write, a read
- * with @key is queued over the range or one of @key's bucket is being
- * issued.  Barriers (fsync) conflict with nothing.
+ * with @key is queued over the range or one is being issued.  Barriers
+ * (fsync) conflict with nothing.
  *
  * Context: any; takes the pool lock.
  */
 bool aio_pool_conflict(struct aio_pool *pool, const void *key, loff_t pos,
 		       loff_t end, bool shared)
 {
-	struct aio_pool_order *o = aio_pool_order(pool, key);
 	struct aio_offload_work *w;
+	struct aio_pool_order *o;
 	unsigned long flags;
 	bool ret;
 
 	spin_lock_irqsave(&pool->lock, flags);
+	o = aio_pool_order_find(pool, key);
+	if (!o) {
+		spin_unlock_irqrestore(&pool->lock, flags);
+		return false;
+	}
 	ret = !shared && o->readers;
 	list_for_each_entry(w, &o->held, hold) {
 		if (ret)
@@ -698,7 +798,9 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !list_empty(&work->node);
 	if (queued) {
 		list_del_init(&work->node);
-		aio_pool_count_queued(pool, work, -1);
+		aio_pool_count_queued(work, -1);
+		if (work->key)
+			aio_pool_order_put(pool, work->order);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	/* Requests it held back may be able to start now. */
@@ -729,6 +831,7 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
 	}
 	list_del(&work->hold);
 	work->held = false;
+	aio_pool_order_put(pool, work->order);
 	wake = !list_empty(&pool->queue);
 	spin_unlock_irqrestore(&pool->lock, flags);
 	if (wake)
@@ -741,7 +844,8 @@ void aio_pool_complete(struct aio_pool *pool, struct aio_offload_work *work)
  * @work: a request a worker ran, which a fatal signal cut short
  *
  * It is older than everything queued, so it goes first; the range it
- * held is given up, since it is queued to take it again.
+ * held is given up, since it is queued to take it again, and its
+ * reference to the order entry is now for being queued.
  *
  * Context: any, including hard irq; never sleeps.
  */
@@ -753,9 +857,11 @@ void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work)
 	if (work->held) {
 		list_del(&work->hold);
 		work->held = false;
+	} else if (work->key) {
+		aio_pool_order_get(pool, work);
 	}
 	list_add(&work->node, &pool->queue);
-	aio_pool_count_queued(pool, work, 1);
+	aio_pool_count_queued(work, 1);
 	spin_unlock_irqrestore(&pool->lock, flags);
 	wake_up(&pool->wait);
 }

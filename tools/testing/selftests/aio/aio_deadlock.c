@@ -215,12 +215,10 @@ static bool kill_and_reap(pid_t pid, int *status)
  * NREADERS cold buffered reads of r0.. into pages of a userfaultfd region
  * nobody filled: the NOWAIT try finds no page cache and hands each to a
  * worker before touching the buffer, and each worker's copy to the buffer
- * waits in a fault, so every worker the context may run is taken.
- * (Reads, because requests on different files may share an ordering
- * bucket, where writes would wait for each other.)  The handler, this
- * thread, sees all the faults, and before it fills the pages it reads
- * r<NREADERS>, cold, through AIO on the same context: that read must
- * complete although no worker is free.
+ * waits in a fault, so every worker the context may run is taken.  The
+ * handler, this thread, sees all the faults, and before it fills the
+ * pages it reads r<NREADERS>, cold, through AIO on the same context: that
+ * read must complete although no worker is free.
  */
 TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 {

@@ -34,6 +34,14 @@
  *   other_context_reads_100         100 buffered writes on one context,
  *                                   each read back at once through
  *                                   another, cold cache: no old data.
+ * And no more than that:
+ *   stuck_write_holds_no_other_file a buffered write whose worker waits in
+ *                                   a userfaultfd fault holds up reads of
+ *                                   none of 2048 other files.
+ * A block device is one file however it is opened:
+ *   bdev_nodes_share_order          a read through a second device node
+ *                                   waits for a write queued through the
+ *                                   first (no filesystem; runs once).
  * And what each request is:
  *   buffered_write_one_call         a buffered write is one filesystem
  *                                   call, by a worker (aio.stat
@@ -47,6 +55,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +63,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <linux/userfaultfd.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -66,6 +81,7 @@
 #define BUF_LEN		(BIG + (NR_WRITES + 1) * BLK)
 
 #define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
+#define POISON_BYTE	0x5a
 #define DM_FS		"aio-order-fs"
 #define DM_LOG		"aio-order-log"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
@@ -670,6 +686,256 @@ TEST_F_TIMEOUT(order, other_context_reads_100, 300)
 		TH_LOG("%d of %d reads on the second context returned old data",
 		       stale, OTHER_READS);
 	EXPECT_EQ(0, sys_io_destroy(ctx2));
+}
+
+/*
+ * Order is kept per file, not per hash bucket of files: a buffered write
+ * whose worker waits in a userfaultfd fault (the process's own handler,
+ * or a FUSE server, has not answered yet) must not hold up requests on
+ * other files, which stock issued without waiting for it.  A read of each
+ * of MANY_FILES cached files is submitted while the write waits; each
+ * must complete, with its data.  With 256 buckets, as before per-file
+ * entries, about 8 of them shared the write's bucket and waited.
+ */
+#define MANY_FILES	2048
+#define MANY_BATCH	32
+#define MANY_WAIT_SEC	10
+
+TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
+{
+	struct order_state *st = &self->st;
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_copy copy = { 0 };
+	struct iocb wcb, cbs[MANY_BATCH], *list[MANY_BATCH], *wlist = &wcb;
+	struct io_event ev[MANY_BATCH + 1];
+	char path[sizeof(st->mnt) + 16], *wbuf = st->buf + MANY_BATCH * BLK;
+	int uffd, fds[MANY_BATCH], i = 0, j, n = 0;
+	int done = 0, stuck = 0, wrong = 0, early = 0;
+	bool faulted = false;
+	uint64_t seed, wseed;
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	const char *skip;
+	char *region;
+	long got;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	region = mmap(NULL, BLK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, region);
+	/* mlockall(MCL_FUTURE) (aio_lock_memory()) filled it: empty it. */
+	ASSERT_EQ(0, munlock(region, BLK));
+	ASSERT_EQ(0, madvise(region, BLK, MADV_DONTNEED));
+	reg.range.start = (uintptr_t)region;
+	reg.range.len = BLK;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	seed = aio_new_seed();
+	snprintf(path, sizeof(path), "%s/m", st->mnt);
+	ASSERT_EQ(0, mkdir(path, 0700));
+	for (i = 0; i < MANY_FILES; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/m/%d", st->mnt, i);
+		fd = open(path, O_RDWR | O_CREAT, 0600);
+		ASSERT_LE(0, fd) TH_LOG("open %s: %s", path, strerror(errno));
+		aio_fill_pattern(st->buf, BLK, seed, (uint64_t)i * BLK);
+		ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, 0));
+		close(fd);
+	}
+
+	/* A worker takes the write and waits in the fault on the region. */
+	aio_prep_rw(&wcb, IOCB_CMD_PWRITE, st->fd, region, BLK, 0, MANY_BATCH);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &wlist));
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, MANY_WAIT_SEC * 1000) == 1 &&
+	    read(uffd, &msg, sizeof(msg)) == sizeof(msg))
+		faulted = msg.event == UFFD_EVENT_PAGEFAULT;
+
+	for (i = 0; faulted && !stuck && i < MANY_FILES; i += n) {
+		n = MANY_FILES - i < MANY_BATCH ? MANY_FILES - i : MANY_BATCH;
+		for (j = 0; j < n; j++) {
+			snprintf(path, sizeof(path), "%s/m/%d", st->mnt, i + j);
+			fds[j] = open(path, O_RDONLY);
+			if (fds[j] < 0)
+				break;
+			memset(st->buf + j * BLK, 0x5a, BLK);
+			aio_prep_rw(&cbs[j], IOCB_CMD_PREAD, fds[j],
+				    st->buf + j * BLK, BLK, 0, j);
+			list[j] = &cbs[j];
+		}
+		got = -1;
+		if (j == n)
+			got = sys_io_submit(st->ctx, n, list) == n ?
+			      aio_reap(st->ctx, ev, n, MANY_WAIT_SEC) : -1;
+		while (j--)
+			close(fds[j]);
+		if (got < 0) {
+			stuck = -1;
+			break;
+		}
+		for (j = 0; j < got; j++) {
+			int k = ev[j].data;
+
+			if (k == MANY_BATCH) {
+				early++;
+				continue;
+			}
+			done++;
+			if (ev[j].res != BLK ||
+			    aio_verify_pattern(st->buf + k * BLK, BLK, seed,
+					       (uint64_t)(i + k) * BLK) >= 0)
+				wrong++;
+		}
+		stuck = n - (got - early);
+	}
+
+	/* Let the write go, whatever happened, so that it completes. */
+	wseed = aio_new_seed();
+	aio_fill_pattern(wbuf, BLK, wseed, 0);
+	copy.dst = (uintptr_t)region;
+	copy.src = (uintptr_t)wbuf;
+	copy.len = BLK;
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
+		TH_LOG("UFFDIO_COPY: %s", strerror(errno));
+	got = aio_reap(st->ctx, ev, 1 - early + (stuck > 0 ? stuck : 0), 60);
+
+	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
+	ASSERT_LE(0, stuck) TH_LOG("open or io_submit of file %d failed: %s",
+				   i, strerror(errno));
+	EXPECT_EQ(0, stuck)
+		TH_LOG("%d reads of files %d.. waited for the write on another file",
+		       stuck, i - n);
+	EXPECT_EQ(MANY_FILES, done);
+	EXPECT_EQ(0, wrong) TH_LOG("%d reads returned wrong data", wrong);
+	EXPECT_EQ(0, early) TH_LOG("the write completed before its fault was resolved");
+	EXPECT_EQ(1 - early + stuck, got);
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, wseed, 0))
+		TH_LOG("the write's data is not in the file");
+	close(uffd);
+	munmap(region, BLK);
+}
+
+/*
+ * Requests on a block device are ordered by the device, not by the device
+ * node they came through: stock finished a buffered write to the device
+ * inside io_submit(), so a read submitted after it through another node
+ * of the same device (a second mknod, a udev link's target) saw it.  The
+ * write's worker waits in a userfaultfd fault for as long as the test
+ * wants; the read of the same cached block through the second node must
+ * wait for it, then return the new data.
+ */
+#define NODE_PATH	"/tmp/aio-order-node"
+#define NODE_OFF	(64 * BLK)
+#define NODE_WAIT_SEC	2
+
+TEST(bdev_nodes_share_order)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_copy copy = { 0 };
+	struct iocb cbs[2], *list0 = &cbs[0], *list1 = &cbs[1];
+	const char *dev = aio_dev_path();
+	uint64_t seed0 = aio_new_seed(), seed1 = aio_new_seed();
+	int fd1, fd2, uffd, early, reaped, i;
+	aio_context_t ctx = 0;
+	struct io_event ev[2];
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	bool faulted = false;
+	char *buf, *region;
+	struct stat sb;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	if (!dev)
+		SKIP(return, "AIO_TEST_DEV not set");
+	if (!aio_dev_holds_data())
+		SKIP(return, "the device does not store data");
+	ASSERT_EQ(0, stat(dev, &sb));
+	ASSERT_TRUE(S_ISBLK(sb.st_mode));
+	unlink(NODE_PATH);
+	ASSERT_EQ(0, mknod(NODE_PATH, S_IFBLK | 0600, sb.st_rdev))
+		TH_LOG("mknod %s %u:%u: %s", NODE_PATH, major(sb.st_rdev),
+		       minor(sb.st_rdev), strerror(errno));
+	fd1 = open(dev, O_RDWR);
+	fd2 = open(NODE_PATH, O_RDWR);
+	unlink(NODE_PATH);
+	ASSERT_LE(0, fd1);
+	ASSERT_LE(0, fd2);
+	buf = aio_alloc_buf(2 * BLK);
+	ASSERT_NE(NULL, buf);
+	/* The old block, cached: a read of it would complete at once. */
+	aio_fill_pattern(buf, BLK, seed0, NODE_OFF);
+	ASSERT_EQ(BLK, pwrite(fd1, buf, BLK, NODE_OFF));
+	ASSERT_EQ(0, fsync(fd1));
+	ASSERT_EQ(BLK, pread(fd2, buf, BLK, NODE_OFF));
+
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
+	region = mmap(NULL, BLK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, region);
+	reg.range.start = (uintptr_t)region;
+	reg.range.len = BLK;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+
+	ASSERT_EQ(0, sys_io_setup(8, &ctx));
+	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, fd1, region, BLK, NODE_OFF, 0);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, fd2, buf + BLK, BLK, NODE_OFF, 1);
+	memset(buf + BLK, POISON_BYTE, BLK);
+	ASSERT_EQ(1, sys_io_submit(ctx, 1, &list0));
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, 10000) == 1 &&
+	    read(uffd, &msg, sizeof(msg)) == sizeof(msg))
+		faulted = msg.event == UFFD_EVENT_PAGEFAULT;
+	ASSERT_EQ(1, sys_io_submit(ctx, 1, &list1));
+	/* The write waits in its fault: nothing may complete. */
+	early = aio_reap(ctx, ev, 1, NODE_WAIT_SEC);
+	if (early < 0)
+		early = 0;
+
+	aio_fill_pattern(buf, BLK, seed1, NODE_OFF);
+	copy.dst = (uintptr_t)region;
+	copy.src = (uintptr_t)buf;
+	copy.len = BLK;
+	EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
+		TH_LOG("UFFDIO_COPY: %s", strerror(errno));
+	reaped = aio_reap(ctx, ev + early, 2 - early, 60);
+
+	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
+	EXPECT_EQ(0, early)
+		TH_LOG("iocb %llu completed while the write waited (res %lld)",
+		       (unsigned long long)ev[0].data, (long long)ev[0].res);
+	ASSERT_EQ(2 - early, reaped);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(BLK, ev[i].res);
+	EXPECT_EQ(-1, aio_verify_pattern(buf + BLK, BLK, seed1, NODE_OFF))
+		TH_LOG("the read through the second node returned old data");
+	ASSERT_EQ(BLK, pread(fd2, buf, BLK, NODE_OFF));
+	EXPECT_EQ(-1, aio_verify_pattern(buf, BLK, seed1, NODE_OFF));
+	EXPECT_EQ(0, sys_io_destroy(ctx));
+	close(uffd);
+	munmap(region, BLK);
+	aio_free_buf(buf, 2 * BLK);
+	close(fd1);
+	close(fd2);
 }
 
 /*

@@ -578,3 +578,61 @@ int aio_possible_cpus(void)
 	}
 	return count ? count : -EINVAL;
 }
+
+static void *aio_syncer_thread(void *arg)
+{
+	struct aio_syncer *s = arg;
+	char buf[4096];
+	long i;
+
+	memset(buf, 0x3c, sizeof(buf));
+	for (i = 0; !__atomic_load_n(&s->stop, __ATOMIC_RELAXED); i++) {
+		/* New blocks and a size change: each round commits. */
+		if (pwrite(s->fd, buf, sizeof(buf), (i % 256) * sizeof(buf)) < 0 ||
+		    fdatasync(s->fd))
+			break;
+		if (i % 256 == 255 && ftruncate(s->fd, 0))
+			break;
+		__atomic_store_n(&s->rounds, i + 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+int aio_syncer_start(struct aio_syncer *s, const char *dir)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	/*
+	 * In a directory of its own: ext4 puts a new top-level directory in
+	 * another block group, so the file's inode, dirtied in each round,
+	 * does not share an inode table block with the test's files.
+	 */
+	snprintf(path, sizeof(path), "%s/.aio-syncer", dir);
+	if (mkdir(path, 0700) && errno != EEXIST)
+		return -errno;
+	strncat(path, "/f", sizeof(path) - strlen(path) - 1);
+	s->stop = 0;
+	s->rounds = 0;
+	s->fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (s->fd < 0)
+		return -errno;
+	ret = pthread_create(&s->thread, NULL, aio_syncer_thread, s);
+	if (ret) {
+		close(s->fd);
+		s->fd = -1;
+		return -ret;
+	}
+	return 0;
+}
+
+long aio_syncer_stop(struct aio_syncer *s)
+{
+	if (s->fd < 0)
+		return -EBADF;
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(s->thread, NULL);
+	close(s->fd);
+	s->fd = -1;
+	return s->rounds;
+}

@@ -7,6 +7,7 @@
 #ifndef AIO_UTIL_H
 #define AIO_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -170,6 +171,22 @@ char aio_thread_state(pid_t tid);
 int aio_pin_to_current_cpu(void);
 /* Number of possible CPUs, as the kernel's num_possible_cpus(); -errno. */
 int aio_possible_cpus(void);
+
+/*
+ * A busy filesystem: a thread that writes and fdatasync()s a file in dir
+ * in a loop, so that journal commits (ext4) and log forces (XFS) run
+ * while a test submits.  0 or -errno.
+ */
+struct aio_syncer {
+	pthread_t	thread;
+	int		fd;
+	int		stop;
+	long		rounds;
+};
+
+int aio_syncer_start(struct aio_syncer *s, const char *dir);
+/* Stop and join it: the rounds it did (> 0: it ran), or -errno. */
+long aio_syncer_stop(struct aio_syncer *s);
 
 /* Read/write a small sysfs/procfs file; return 0 or -errno. */
 int aio_read_file(const char *path, char *buf, size_t len);
