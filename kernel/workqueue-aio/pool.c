@@ -28,11 +28,12 @@
  * order entry; its requests start in queue order, writes alone, reads
  * together, so that writes queued on one file wait in the queue rather
  * than take a thread each, and a request stuck on one file (on a FUSE
- * server of the process, say) holds up no other file.  Stock issues a
- * batch from one thread, so overlapping direct writes reach the device in
- * order; workers on several CPUs would not, so a write also holds its
- * byte range until it completes, and requests overlapping it wait for
- * that.
+ * server of the process, say) holds up no other file (but those whose
+ * entries could not be allocated: see struct aio_pool_order).  Stock
+ * issues a batch from one thread, so overlapping direct writes reach the
+ * device in order; workers on several CPUs would not, so a write also
+ * holds its byte range until it completes, and requests overlapping it
+ * wait for that.
  *
  * Nothing a program handed over is dropped: only io_cancel() cancels
  * (what no worker has started).  A pool drains, running its queue to the
@@ -77,7 +78,7 @@
 #define AIO_STALL_TIMEOUT	HZ
 
 /* Hash chains for the order entries: short for a few hundred files. */
-#define AIO_POOL_ORDER_BITS	6
+#define AIO_POOL_ORDER_BITS	8
 
 /**
  * struct aio_pool_order - the ordered requests of one key
@@ -85,21 +86,23 @@
  *		under RCU by aio_pool_busy()
  * @key:	the key; NULL for the pool's fallback entry
  * @refs:	requests using the entry: queued, being issued, and held
- *		writes (a write a worker runs counts twice until it
- *		completes).  Freed when 0.
+ *		writes (a write a worker started counts twice until its
+ *		run returns, then once until it completes).  Freed when 0.
  * @queued:	requests queued (barriers not counted)
  * @queued_writers: of those, writes
  * @readers:	reads being issued by workers
  * @writer:	a write is being issued by a worker
+ * @held:	writes started and not completed
  * @blocked:	the aio_pool_take() pass in which the oldest queued request
  *		could not start: the younger ones wait for it
- * @held:	writes started and not completed
  * @rcu:	to free it after aio_pool_busy() readers
  *
- * Requests whose entry could not be allocated (in atomic context) use the
- * pool's fallback entry, as do all requests of keys without an entry of
- * their own while it is in use: it orders its keys together, more than
- * needed, never less.
+ * The entry is allocated without sleeping, as a request may be queued
+ * from a bio's completion.  If that fails, the request uses the pool's
+ * fallback entry, and so do later requests with its key while any of
+ * them is still there (aio_pool_in_fallback()): keys in the fallback are
+ * ordered together, more than needed, never less.  Other keys still get
+ * entries of their own.
  */
 struct aio_pool_order {
 	struct hlist_node	link;
@@ -108,10 +111,16 @@ struct aio_pool_order {
 	unsigned int		queued;
 	unsigned int		queued_writers;
 	unsigned int		readers;
-	unsigned long		blocked;
 	bool			writer;
 	struct list_head	held;
+	u64			blocked;
 	struct rcu_head		rcu;
+};
+
+/* A request of the fallback entry that a worker is issuing. */
+struct aio_pool_running {
+	struct list_head	link;
+	const void		*key;
 };
 
 /**
@@ -146,6 +155,7 @@ struct aio_pool_order {
  *		it under @lock (one is created at a time)
  * @pass:	counts aio_pool_take() passes, for &aio_pool_order.blocked
  * @fallback:	the order entry of requests that could not get their own
+ * @fallback_running: the fallback's requests workers are issuing
  * @order:	the order entries, hashed by key; under @lock, and RCU
  */
 struct aio_pool {
@@ -170,15 +180,23 @@ struct aio_pool {
 	pid_t			tgid;
 	struct signal_struct	*sig;
 	struct aio_cgroup	*spawn_cg;
-	unsigned long		pass;
+	u64			pass;
 	struct aio_pool_order	fallback;
+	struct list_head	fallback_running;
 	struct hlist_head	order[1 << AIO_POOL_ORDER_BITS];
 };
 
 static void aio_pool_put(struct aio_pool *pool)
 {
-	if (refcount_dec_and_test(&pool->refs))
-		kfree(pool);
+	int i;
+
+	if (!refcount_dec_and_test(&pool->refs))
+		return;
+	/* Every request has left its order entry. */
+	WARN_ON_ONCE(pool->fallback.refs);
+	for (i = 0; i < ARRAY_SIZE(pool->order); i++)
+		WARN_ON_ONCE(!hlist_empty(&pool->order[i]));
+	kfree(pool);
 }
 
 static void aio_pool_order_init(struct aio_pool_order *o, const void *key)
@@ -193,22 +211,63 @@ static void aio_pool_order_init(struct aio_pool_order *o, const void *key)
 	INIT_LIST_HEAD(&o->held);
 }
 
+static struct hlist_head *aio_pool_chain(struct aio_pool *pool,
+					 const void *key)
+{
+	return &pool->order[hash_ptr(key, AIO_POOL_ORDER_BITS)];
+}
+
 /*
- * The entry requests with @key use now, if any: their own, or the
- * fallback while it is in use, since some of them may be there.
+ * The entry of @key's own, if it has one.
  * Context: the pool lock or rcu_read_lock() held.
  */
 static struct aio_pool_order *aio_pool_order_find(struct aio_pool *pool,
 						  const void *key)
 {
-	struct hlist_head *head = &pool->order[hash_ptr(key,
-							 AIO_POOL_ORDER_BITS)];
 	struct aio_pool_order *o;
 
-	hlist_for_each_entry_rcu(o, head, link, lockdep_is_held(&pool->lock))
+	hlist_for_each_entry_rcu(o, aio_pool_chain(pool, key), link,
+				 lockdep_is_held(&pool->lock))
 		if (o->key == key)
 			return o;
-	return READ_ONCE(pool->fallback.refs) ? &pool->fallback : NULL;
+	return NULL;
+}
+
+/*
+ * Has @key requests in the fallback entry: queued, being issued, held?
+ * Only when an allocation failed is the fallback in use, so the walk is
+ * rare.
+ */
+static bool aio_pool_in_fallback(struct aio_pool *pool, const void *key)
+	__must_hold(&pool->lock)
+{
+	struct aio_offload_work *w;
+	struct aio_pool_running *r;
+
+	if (!pool->fallback.refs)
+		return false;
+	list_for_each_entry(w, &pool->queue, node)
+		if (w->key == key && w->order == &pool->fallback)
+			return true;
+	list_for_each_entry(w, &pool->fallback.held, hold)
+		if (w->key == key)
+			return true;
+	list_for_each_entry(r, &pool->fallback_running, link)
+		if (r->key == key)
+			return true;
+	return false;
+}
+
+/* The entry requests with @key use now, if any. */
+static struct aio_pool_order *aio_pool_order_lookup(struct aio_pool *pool,
+						    const void *key)
+	__must_hold(&pool->lock)
+{
+	struct aio_pool_order *o = aio_pool_order_find(pool, key);
+
+	if (!o && aio_pool_in_fallback(pool, key))
+		o = &pool->fallback;
+	return o;
 }
 
 /*
@@ -220,28 +279,30 @@ static void aio_pool_order_get(struct aio_pool *pool,
 			       struct aio_offload_work *work)
 	__must_hold(&pool->lock)
 {
-	struct aio_pool_order *o = aio_pool_order_find(pool, work->key);
-	struct hlist_head *head;
+	struct aio_pool_order *o = aio_pool_order_lookup(pool, work->key);
 
 	if (!o) {
-		o = kmalloc(sizeof(*o), GFP_ATOMIC | __GFP_NOWARN);
+		o = kmalloc(sizeof(*o), GFP_NOWAIT | __GFP_NOWARN);
 		if (o) {
 			aio_pool_order_init(o, work->key);
-			head = &pool->order[hash_ptr(work->key,
-						     AIO_POOL_ORDER_BITS)];
-			hlist_add_head_rcu(&o->link, head);
+			hlist_add_head_rcu(&o->link,
+					   aio_pool_chain(pool, work->key));
 		} else {
 			o = &pool->fallback;
 		}
 	}
-	o->refs++;
+	/* WRITE_ONCE: aio_pool_busy() reads the fallback's without the lock. */
+	WRITE_ONCE(o->refs, o->refs + 1);
 	work->order = o;
 }
 
 static void aio_pool_order_put(struct aio_pool *pool, struct aio_pool_order *o)
 	__must_hold(&pool->lock)
 {
-	if (--o->refs || o == &pool->fallback)
+	if (WARN_ON_ONCE(!o->refs))
+		return;
+	WRITE_ONCE(o->refs, o->refs - 1);
+	if (o->refs || o == &pool->fallback)
 		return;
 	hlist_del_rcu(&o->link);
 	kfree_rcu(o, rcu);
@@ -303,10 +364,11 @@ fail:
  */
 static void aio_pool_count_queued(struct aio_offload_work *work, int d)
 {
-	struct aio_pool_order *o = work->order;
+	struct aio_pool_order *o;
 
 	if (!work->key || work->barrier)
 		return;
+	o = work->order;
 	WRITE_ONCE(o->queued, o->queued + d);
 	if (!work->shared)
 		WRITE_ONCE(o->queued_writers, o->queued_writers + d);
@@ -349,14 +411,12 @@ static struct aio_offload_work *aio_pool_take(struct aio_pool *pool,
 					      bool *spawn, bool *limited)
 	__must_hold(&pool->lock)
 {
-	unsigned long pass = ++pool->pass;
+	/* From 1, so that a new entry (0) is blocked in no pass. */
+	u64 pass = ++pool->pass;
 	struct aio_offload_work *work;
 	struct aio_pool_order *o = NULL;
 
 	*limited = false;
-	/* 0 is never a pass: a new entry is blocked in none. */
-	if (!pass)
-		pass = ++pool->pass;
 
 	list_for_each_entry(work, &pool->queue, node) {
 		if (!work->key)
@@ -384,9 +444,9 @@ found:
 		} else if (work->shared) {
 			WRITE_ONCE(o->readers, o->readers + 1);
 		} else {
-			WRITE_ONCE(o->writer, true);
+			o->writer = true;
 			work->held = true;
-			o->refs++;
+			WRITE_ONCE(o->refs, o->refs + 1);
 			list_add_tail(&work->hold, &o->held);
 		}
 	}
@@ -409,7 +469,7 @@ static void aio_pool_done(struct aio_pool *pool, struct aio_pool_order *o,
 	if (!barrier && shared)
 		WRITE_ONCE(o->readers, o->readers - 1);
 	else if (!barrier)
-		WRITE_ONCE(o->writer, false);
+		o->writer = false;
 	aio_pool_order_put(pool, o);
 }
 
@@ -505,6 +565,7 @@ static int aio_worker(void *data)
 {
 	struct aio_pool *pool = data;
 	unsigned long seen = 0, deadline = 0;
+	struct aio_pool_running running;
 	struct aio_offload_work *work;
 	char comm[TASK_COMM_LEN];
 	struct aio_cgroup *aiocg;
@@ -540,6 +601,11 @@ static int aio_worker(void *data)
 			 */
 			bool more = pool->nr_idle && !list_empty(&pool->queue);
 
+			/* @work's key is in the fallback while it runs. */
+			if (o == &pool->fallback) {
+				running.key = work->key;
+				list_add(&running.link, &pool->fallback_running);
+			}
 			spin_unlock_irq(&pool->lock);
 			if (more)
 				wake_up(&pool->wait);
@@ -560,6 +626,8 @@ static int aio_worker(void *data)
 			armed = false;
 			spin_lock_irq(&pool->lock);
 			pool->progress++;
+			if (o == &pool->fallback)
+				list_del(&running.link);
 			if (o) {
 				aio_pool_done(pool, o, shared, barrier);
 				/* Others on its file may start now. */
@@ -650,6 +718,7 @@ struct aio_pool *aio_pool_create(unsigned int max_workers)
 		return ERR_PTR(-ENOMEM);
 	spin_lock_init(&pool->lock);
 	aio_pool_order_init(&pool->fallback, NULL);
+	INIT_LIST_HEAD(&pool->fallback_running);
 	INIT_LIST_HEAD(&pool->queue);
 	init_waitqueue_head(&pool->wait);
 	refcount_set(&pool->refs, 1);
@@ -709,15 +778,17 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
  * queued or running: any, for an exclusive request; exclusive ones, for
  * a shared one (reads may pass reads).  A write counts as running until
  * it completes, whatever its range.  Such a request should be queued
- * with @key instead of being tried inline.  Lockless: what the calling
- * thread queued itself is seen; what others queue at the same time is
- * not ordered against it anyway.
+ * with @key instead of being tried inline.  Lockless but while the
+ * fallback entry is in use: what the calling thread queued itself is
+ * seen; what others queue at the same time is not ordered against it
+ * anyway.
  *
  * Context: any.
  */
 bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 {
 	struct aio_pool_order *o;
+	unsigned long flags;
 	bool busy = false;
 
 	rcu_read_lock();
@@ -729,6 +800,12 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
 		busy = READ_ONCE(o->queued) || READ_ONCE(o->readers) ||
 		       !list_empty(&o->held);
 	rcu_read_unlock();
+	if (o || !READ_ONCE(pool->fallback.refs))
+		return busy;
+	/* Rare: an allocation failed.  Any request there holds it up. */
+	spin_lock_irqsave(&pool->lock, flags);
+	busy = aio_pool_in_fallback(pool, key);
+	spin_unlock_irqrestore(&pool->lock, flags);
 	return busy;
 }
 
@@ -757,7 +834,7 @@ bool aio_pool_conflict(struct aio_pool *pool, const void *key, loff_t pos,
 	bool ret;
 
 	spin_lock_irqsave(&pool->lock, flags);
-	o = aio_pool_order_find(pool, key);
+	o = aio_pool_order_lookup(pool, key);
 	if (!o) {
 		spin_unlock_irqrestore(&pool->lock, flags);
 		return false;
@@ -857,7 +934,8 @@ void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work)
 	if (work->held) {
 		list_del(&work->hold);
 		work->held = false;
-	} else if (work->key) {
+	} else if (WARN_ON_ONCE(work->key)) {
+		/* Only writes, which a worker ran (held), come back. */
 		aio_pool_order_get(pool, work);
 	}
 	list_add(&work->node, &pool->queue);

@@ -42,6 +42,22 @@
  *   bdev_nodes_share_order          a read through a second device node
  *                                   waits for a write queued through the
  *                                   first (no filesystem; runs once).
+ * A zoned device takes writes in one order only:
+ *   zoned_writes_in_order           a batch of sequential writes to a
+ *                                   sequential zone of a null_blk zoned
+ *                                   device (configfs) all succeed, each
+ *                                   handed to a worker without a NOWAIT
+ *                                   try (aio.stat punt_zoned, then
+ *                                   punt_ordered behind it; no inline).
+ * An allocation that fails in io_submit() (fail-nth, CONFIG_FAILSLAB):
+ *   order_entry_fallback            the write whose order entry could not
+ *                                   be allocated still holds up a read of
+ *                                   its block;
+ *   failed_allocations_lose_nothing writes behind a queued one, each with
+ *                                   its Nth allocation failed: each either
+ *                                   fails io_submit() (-EAGAIN, -ENOMEM)
+ *                                   and writes nothing, or is accepted
+ *                                   and lands in order.
  * And what each request is:
  *   buffered_write_one_call         a buffered write is one filesystem
  *                                   call, by a worker (aio.stat
@@ -55,7 +71,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,11 +79,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <linux/userfaultfd.h>
+#include <linux/blkzoned.h>
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -82,6 +96,8 @@
 
 #define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
 #define POISON_BYTE	0x5a
+#define FAIL_NTH	"/proc/thread-self/fail-nth"
+#define FAILSLAB_GFP	"/sys/kernel/debug/failslab/ignore-gfp-wait"
 #define DM_FS		"aio-order-fs"
 #define DM_LOG		"aio-order-log"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
@@ -95,6 +111,7 @@ struct order_state {
 	bool sysctl_off;	/* the test set fs.aio-offload to 0 */
 	bool dm;		/* the test made DM_FS */
 	bool dm_log;		/* and DM_LOG */
+	bool failslab;		/* the test set FAILSLAB_GFP to N */
 	char *buf;
 };
 
@@ -129,6 +146,7 @@ FIXTURE_SETUP(order)
 	st->sysctl_off = false;
 	st->dm = false;
 	st->dm_log = false;
+	st->failslab = false;
 	st->buf = NULL;
 	ASSERT_EQ(0, aio_lock_memory());
 	ASSERT_EQ(0, sys_io_setup(64, &st->ctx));
@@ -144,6 +162,8 @@ FIXTURE_TEARDOWN_PARENT(order)
 		TH_LOG("thaw %s failed: %s", st->mnt, strerror(errno));
 	if (st->sysctl_off && aio_write_file(OFFLOAD_SYSCTL, "1"))
 		TH_LOG("cannot set %s back to 1", OFFLOAD_SYSCTL);
+	if (st->failslab && aio_write_file(FAILSLAB_GFP, "Y"))
+		TH_LOG("cannot set %s back to Y", FAILSLAB_GFP);
 	if (getpid() == self->owner) {
 		if (st->ctx)
 			sys_io_destroy(st->ctx);
@@ -704,20 +724,15 @@ TEST_F_TIMEOUT(order, other_context_reads_100, 300)
 TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 {
 	struct order_state *st = &self->st;
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	struct uffdio_copy copy = { 0 };
 	struct iocb wcb, cbs[MANY_BATCH], *list[MANY_BATCH], *wlist = &wcb;
 	struct io_event ev[MANY_BATCH + 1];
 	char path[sizeof(st->mnt) + 16], *wbuf = st->buf + MANY_BATCH * BLK;
-	int uffd, fds[MANY_BATCH], i = 0, j, n = 0;
+	int fds[MANY_BATCH], i = 0, j, n = 0;
 	int done = 0, stuck = 0, wrong = 0, early = 0;
-	bool faulted = false;
+	struct aio_uffd u;
 	uint64_t seed, wseed;
-	struct uffd_msg msg;
-	struct pollfd pfd;
 	const char *skip;
-	char *region;
+	bool faulted;
 	long got;
 
 	if (aio_offload_enabled() != 1)
@@ -725,20 +740,9 @@ TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 	skip = setup_file(_metadata, st, 0);
 	if (skip)
 		SKIP(return, "%s", skip);
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	region = mmap(NULL, BLK, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, region);
-	/* mlockall(MCL_FUTURE) (aio_lock_memory()) filled it: empty it. */
-	ASSERT_EQ(0, munlock(region, BLK));
-	ASSERT_EQ(0, madvise(region, BLK, MADV_DONTNEED));
-	reg.range.start = (uintptr_t)region;
-	reg.range.len = BLK;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
 
 	seed = aio_new_seed();
 	snprintf(path, sizeof(path), "%s/m", st->mnt);
@@ -755,13 +759,10 @@ TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 	}
 
 	/* A worker takes the write and waits in the fault on the region. */
-	aio_prep_rw(&wcb, IOCB_CMD_PWRITE, st->fd, region, BLK, 0, MANY_BATCH);
+	aio_prep_rw(&wcb, IOCB_CMD_PWRITE, st->fd, u.region, BLK, 0,
+		    MANY_BATCH);
 	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &wlist));
-	pfd.fd = uffd;
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, MANY_WAIT_SEC * 1000) == 1 &&
-	    read(uffd, &msg, sizeof(msg)) == sizeof(msg))
-		faulted = msg.event == UFFD_EVENT_PAGEFAULT;
+	faulted = aio_uffd_wait_fault(&u, MANY_WAIT_SEC * 1000);
 
 	for (i = 0; faulted && !stuck && i < MANY_FILES; i += n) {
 		n = MANY_FILES - i < MANY_BATCH ? MANY_FILES - i : MANY_BATCH;
@@ -804,11 +805,7 @@ TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 	/* Let the write go, whatever happened, so that it completes. */
 	wseed = aio_new_seed();
 	aio_fill_pattern(wbuf, BLK, wseed, 0);
-	copy.dst = (uintptr_t)region;
-	copy.src = (uintptr_t)wbuf;
-	copy.len = BLK;
-	EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
-		TH_LOG("UFFDIO_COPY: %s", strerror(errno));
+	EXPECT_EQ(0, aio_uffd_fill(&u, wbuf));
 	got = aio_reap(st->ctx, ev, 1 - early + (stuck > 0 ? stuck : 0), 60);
 
 	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
@@ -824,8 +821,7 @@ TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, 0));
 	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, wseed, 0))
 		TH_LOG("the write's data is not in the file");
-	close(uffd);
-	munmap(region, BLK);
+	aio_uffd_destroy(&u);
 }
 
 /*
@@ -843,20 +839,16 @@ TEST_F_TIMEOUT(order, stuck_write_holds_no_other_file, 300)
 
 TEST(bdev_nodes_share_order)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	struct uffdio_copy copy = { 0 };
 	struct iocb cbs[2], *list0 = &cbs[0], *list1 = &cbs[1];
 	const char *dev = aio_dev_path();
 	uint64_t seed0 = aio_new_seed(), seed1 = aio_new_seed();
-	int fd1, fd2, uffd, early, reaped, i;
+	int fd1, fd2, early, reaped, i;
 	aio_context_t ctx = 0;
 	struct io_event ev[2];
-	struct uffd_msg msg;
-	struct pollfd pfd;
-	bool faulted = false;
-	char *buf, *region;
+	struct aio_uffd u;
 	struct stat sb;
+	bool faulted;
+	char *buf;
 
 	if (aio_offload_enabled() != 1)
 		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
@@ -883,28 +875,16 @@ TEST(bdev_nodes_share_order)
 	ASSERT_EQ(0, fsync(fd1));
 	ASSERT_EQ(BLK, pread(fd2, buf, BLK, NODE_OFF));
 
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	region = mmap(NULL, BLK, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, region);
-	reg.range.start = (uintptr_t)region;
-	reg.range.len = BLK;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
 
 	ASSERT_EQ(0, sys_io_setup(8, &ctx));
-	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, fd1, region, BLK, NODE_OFF, 0);
+	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, fd1, u.region, BLK, NODE_OFF, 0);
 	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, fd2, buf + BLK, BLK, NODE_OFF, 1);
 	memset(buf + BLK, POISON_BYTE, BLK);
 	ASSERT_EQ(1, sys_io_submit(ctx, 1, &list0));
-	pfd.fd = uffd;
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, 10000) == 1 &&
-	    read(uffd, &msg, sizeof(msg)) == sizeof(msg))
-		faulted = msg.event == UFFD_EVENT_PAGEFAULT;
+	faulted = aio_uffd_wait_fault(&u, 10000);
 	ASSERT_EQ(1, sys_io_submit(ctx, 1, &list1));
 	/* The write waits in its fault: nothing may complete. */
 	early = aio_reap(ctx, ev, 1, NODE_WAIT_SEC);
@@ -912,11 +892,7 @@ TEST(bdev_nodes_share_order)
 		early = 0;
 
 	aio_fill_pattern(buf, BLK, seed1, NODE_OFF);
-	copy.dst = (uintptr_t)region;
-	copy.src = (uintptr_t)buf;
-	copy.len = BLK;
-	EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
-		TH_LOG("UFFDIO_COPY: %s", strerror(errno));
+	EXPECT_EQ(0, aio_uffd_fill(&u, buf));
 	reaped = aio_reap(ctx, ev + early, 2 - early, 60);
 
 	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
@@ -931,11 +907,329 @@ TEST(bdev_nodes_share_order)
 	ASSERT_EQ(BLK, pread(fd2, buf, BLK, NODE_OFF));
 	EXPECT_EQ(-1, aio_verify_pattern(buf, BLK, seed1, NODE_OFF));
 	EXPECT_EQ(0, sys_io_destroy(ctx));
-	close(uffd);
-	munmap(region, BLK);
+	aio_uffd_destroy(&u);
 	aio_free_buf(buf, 2 * BLK);
 	close(fd1);
 	close(fd2);
+}
+
+/*
+ * A sequential zone takes writes only at its write pointer, so the order
+ * stock issues a batch in is the only one that works.  Writes to a zoned
+ * device are never tried with the offload's NOWAIT (a try that issued
+ * part of a write before -EAGAIN would leave the rest to be issued after
+ * later writes): each goes to a worker, and the pool issues them in
+ * order.  ZONED_NR sequential writes in one io_submit() must all succeed,
+ * move the write pointer by all of them and read back.  The device is a
+ * null_blk made through configfs, memory backed.
+ */
+#define NULLB_CFG	"/sys/kernel/config/nullb"
+#define ZONED_NAME	"aio-zoned"
+#define ZONED_NR	64
+
+static int zoned_attr(const char *attr, const char *val)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%s/%s", NULLB_CFG, ZONED_NAME, attr);
+	return aio_write_file(path, val);
+}
+
+TEST(zoned_writes_in_order)
+{
+	struct iocb cbs[ZONED_NR], *list[ZONED_NR];
+	struct io_event ev[ZONED_NR];
+	char cfg[128], path[160], dev[64], idx[16] = "";
+	uint64_t seed = aio_new_seed();
+	struct blk_zone_report *rep;
+	long long zoned0, zoned1, inline0, inline1;
+	aio_context_t ctx = 0;
+	int fd, i, bad, offload;
+	char *buf;
+
+	if (access(NULLB_CFG, F_OK))
+		mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
+	if (access(NULLB_CFG, F_OK))
+		SKIP(return, "no %s (null_blk, configfs)", NULLB_CFG);
+	snprintf(cfg, sizeof(cfg), "%s/%s", NULLB_CFG, ZONED_NAME);
+	rmdir(cfg);
+	ASSERT_EQ(0, mkdir(cfg, 0755)) TH_LOG("mkdir %s: %s", cfg,
+					      strerror(errno));
+	if (zoned_attr("zoned", "1")) {
+		rmdir(cfg);
+		SKIP(return, "null_blk without zoned devices (CONFIG_BLK_DEV_ZONED)");
+	}
+	ASSERT_EQ(0, zoned_attr("blocksize", "4096"));
+	ASSERT_EQ(0, zoned_attr("size", "64"));		/* MiB */
+	ASSERT_EQ(0, zoned_attr("zone_size", "4"));	/* MiB */
+	ASSERT_EQ(0, zoned_attr("zone_nr_conv", "0"));
+	ASSERT_EQ(0, zoned_attr("memory_backed", "1"));
+	ASSERT_EQ(0, zoned_attr("power", "1"));
+	snprintf(path, sizeof(path), "%s/index", cfg);
+	ASSERT_EQ(0, aio_read_file(path, idx, sizeof(idx)));
+	/* Named after its configfs directory since 6.0, nullbN before. */
+	snprintf(dev, sizeof(dev), "/dev/%s", ZONED_NAME);
+	if (access(dev, F_OK))
+		snprintf(dev, sizeof(dev), "/dev/nullb%d", atoi(idx));
+	fd = open(dev, O_RDWR | O_DIRECT);
+	ASSERT_LE(0, fd) TH_LOG("open %s: %s", dev, strerror(errno));
+	buf = aio_alloc_buf(2 * ZONED_NR * BLK);
+	ASSERT_NE(NULL, buf);
+	rep = calloc(1, sizeof(*rep) + sizeof(struct blk_zone));
+	ASSERT_NE(NULL, rep);
+
+	ASSERT_EQ(0, sys_io_setup(ZONED_NR, &ctx));
+	offload = aio_offload_enabled();
+	/* The first is punt_zoned, those behind it punt_ordered. */
+	zoned0 = root_stat("punt_zoned") + root_stat("punt_ordered");
+	inline0 = root_stat("inline");
+	aio_fill_pattern(buf, ZONED_NR * BLK, seed, 0);
+	for (i = 0; i < ZONED_NR; i++) {
+		aio_prep_rw(&cbs[i], IOCB_CMD_PWRITE, fd, buf + i * BLK, BLK,
+			    (off_t)i * BLK, i);
+		list[i] = &cbs[i];
+	}
+	ASSERT_EQ(ZONED_NR, sys_io_submit(ctx, ZONED_NR, list))
+		TH_LOG("io_submit: %s", strerror(errno));
+	ASSERT_EQ(ZONED_NR, aio_reap(ctx, ev, ZONED_NR, 60));
+	zoned1 = root_stat("punt_zoned") + root_stat("punt_ordered");
+	inline1 = root_stat("inline");
+	for (i = 0, bad = -1; i < ZONED_NR; i++)
+		if (ev[i].res != BLK && bad < 0)
+			bad = i;
+	EXPECT_EQ(-1, bad)
+		TH_LOG("write %llu: %lld", (unsigned long long)ev[bad].data,
+		       (long long)ev[bad].res);
+	if (offload == 1 && inline0 >= 0) {
+		EXPECT_EQ(ZONED_NR, zoned1 - zoned0)
+			TH_LOG("aio.stat punt_zoned + punt_ordered %lld -> %lld",
+			       zoned0, zoned1);
+		EXPECT_EQ(0, inline1 - inline0)
+			TH_LOG("%lld writes were tried with NOWAIT",
+			       inline1 - inline0);
+	}
+
+	rep->sector = 0;
+	rep->nr_zones = 1;
+	ASSERT_EQ(0, ioctl(fd, BLKREPORTZONE, rep));
+	ASSERT_EQ(1U, rep->nr_zones);
+	EXPECT_EQ((__u64)ZONED_NR * BLK / 512,
+		  rep->zones[0].wp - rep->zones[0].start);
+	ASSERT_EQ(ZONED_NR * BLK, pread(fd, buf + ZONED_NR * BLK,
+					ZONED_NR * BLK, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(buf + ZONED_NR * BLK, ZONED_NR * BLK,
+					 seed, 0));
+
+	EXPECT_EQ(0, sys_io_destroy(ctx));
+	free(rep);
+	aio_free_buf(buf, 2 * ZONED_NR * BLK);
+	close(fd);
+	EXPECT_EQ(0, zoned_attr("power", "0"));
+	EXPECT_EQ(0, rmdir(cfg));
+}
+
+/*
+ * io_submit() of one iocb with the @nth slab allocation of this thread
+ * failing (the thread's fail-nth, open as @fnth): io_submit()'s return,
+ * errno kept; *@hit: the failure was injected.
+ */
+static long submit_failing(int fnth, aio_context_t ctx, struct iocb **list,
+			   int nth, bool *hit)
+{
+	char num[16] = "";
+	long ret;
+	int err;
+
+	snprintf(num, sizeof(num), "%d", nth);
+	if (pwrite(fnth, num, strlen(num), 0) < 0)
+		return -2;
+	ret = sys_io_submit(ctx, 1, list);
+	err = errno;
+	memset(num, 0, sizeof(num));
+	*hit = pread(fnth, num, sizeof(num) - 1, 0) > 0 && !atoi(num);
+	if (pwrite(fnth, "0", 1, 0) < 0)
+		*hit = false;
+	errno = err;
+	return ret;
+}
+
+/*
+ * The first request queued on a file makes its order entry without
+ * sleeping; if that allocation fails, it takes the pool's fallback entry,
+ * which must order it as its own would: a read of the block behind a
+ * write waiting in a userfaultfd fault waits for it.  Only allocations
+ * that cannot sleep are failed here (failslab's default), and the first
+ * one of io_submit() is that entry.
+ */
+TEST_F_TIMEOUT(order, order_entry_fallback, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[2], *list0 = &cbs[0], *list1 = &cbs[1];
+	uint64_t seed = aio_new_seed();
+	struct io_event ev[2];
+	struct aio_uffd u;
+	bool hit = false, faulted;
+	int fnth, early, reaped, i;
+	const char *skip;
+	long submitted;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	fnth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
+	if (fnth < 0)
+		SKIP(return, "%s: %s (CONFIG_FAULT_INJECTION)", FAIL_NTH,
+		     strerror(errno));
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
+	/* The old block, cached: a read of it would complete at once. */
+	ASSERT_EQ(BLK, pread(st->fd, st->buf + BLK, BLK, TARGET_OFF));
+
+	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, st->fd, u.region, BLK,
+		    TARGET_OFF, 0);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, st->fd, st->buf + BLK, BLK,
+		    TARGET_OFF, 1);
+	submitted = submit_failing(fnth, st->ctx, &list0, 1, &hit);
+	ASSERT_EQ(1, submitted) TH_LOG("io_submit: %s", strerror(errno));
+	faulted = aio_uffd_wait_fault(&u, 10000);
+	memset(st->buf + BLK, POISON_BYTE, BLK);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list1));
+	early = aio_reap(st->ctx, ev, 1, NODE_WAIT_SEC);
+	if (early < 0)
+		early = 0;
+	aio_fill_pattern(st->buf, BLK, seed, TARGET_OFF);
+	EXPECT_EQ(0, aio_uffd_fill(&u, st->buf));
+	reaped = aio_reap(st->ctx, ev + early, 2 - early, 60);
+
+	ASSERT_TRUE(hit) TH_LOG("no allocation failed in io_submit()");
+	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
+	EXPECT_EQ(0, early)
+		TH_LOG("iocb %llu completed while the write waited",
+		       (unsigned long long)ev[0].data);
+	ASSERT_EQ(2 - early, reaped);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(BLK, ev[i].res);
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + BLK, BLK, seed, TARGET_OFF))
+		TH_LOG("the read returned old data");
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, TARGET_OFF));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed, TARGET_OFF));
+	aio_uffd_destroy(&u);
+	close(fnth);
+}
+
+/*
+ * Bad luck with memory gets a clear error and loses nothing, and what is
+ * accepted keeps its order.  Behind a write waiting in a userfaultfd
+ * fault, FAIL_ROUNDS vectored writes of the same block are submitted,
+ * round N with the Nth allocation of io_submit() failing, sleeping ones
+ * too: the request (-EAGAIN, as stock), the copy of its iovec a worker
+ * needs (-ENOMEM: the file is busy, so issuing it inline would overtake
+ * the queued write), none.  A rejected write must write nothing, an
+ * accepted one must wait for the write before it: no event before the
+ * fault is resolved, and the last accepted write's data in the file.
+ */
+#define FAIL_ROUNDS	6
+
+TEST_F_TIMEOUT(order, failed_allocations_lose_nothing, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb cbs[FAIL_ROUNDS + 1], *list[FAIL_ROUNDS + 1];
+	struct io_event ev[FAIL_ROUNDS + 1];
+	struct iovec iov[FAIL_ROUNDS + 1][2];
+	uint64_t seed[FAIL_ROUNDS + 1];
+	int fnth, nth, last = 0, accepted = 0, enomem = 0, injected = 0;
+	long early, reaped, i;
+	struct aio_uffd u;
+	const char *skip;
+	bool faulted, hit;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	fnth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
+	if (fnth < 0)
+		SKIP(return, "%s: %s (CONFIG_FAULT_INJECTION)", FAIL_NTH,
+		     strerror(errno));
+	if (access(FAILSLAB_GFP, W_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	if (access(FAILSLAB_GFP, W_OK))
+		SKIP(return, "%s: %s (CONFIG_FAILSLAB, debugfs)", FAILSLAB_GFP,
+		     strerror(errno));
+	skip = setup_file(_metadata, st, 0);
+	if (skip)
+		SKIP(return, "%s", skip);
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
+
+	for (nth = 0; nth <= FAIL_ROUNDS; nth++) {
+		char *b = st->buf + nth * BLK;
+
+		seed[nth] = aio_new_seed();
+		aio_fill_pattern(b, BLK, seed[nth], TARGET_OFF);
+		iov[nth][0].iov_base = b;
+		iov[nth][0].iov_len = BLK / 2;
+		iov[nth][1].iov_base = b + BLK / 2;
+		iov[nth][1].iov_len = BLK / 2;
+		list[nth] = &cbs[nth];
+	}
+	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, st->fd, u.region, BLK,
+		    TARGET_OFF, 0);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list[0]));
+	faulted = aio_uffd_wait_fault(&u, 10000);
+
+	ASSERT_EQ(0, aio_write_file(FAILSLAB_GFP, "N"));
+	st->failslab = true;
+	for (nth = 1; nth <= FAIL_ROUNDS; nth++) {
+		long ret;
+
+		aio_prep_rwv(&cbs[nth], IOCB_CMD_PWRITEV, st->fd, iov[nth], 2,
+			     TARGET_OFF, nth);
+		hit = false;
+		ret = submit_failing(fnth, st->ctx, &list[nth], nth, &hit);
+		injected += hit;
+		if (ret == 1) {
+			accepted++;
+			last = nth;
+			continue;
+		}
+		EXPECT_EQ(-1, ret);
+		if (errno == ENOMEM)
+			enomem++;
+		else
+			EXPECT_EQ(EAGAIN, errno)
+				TH_LOG("round %d: io_submit: %s", nth,
+				       strerror(errno));
+	}
+	ASSERT_EQ(0, aio_write_file(FAILSLAB_GFP, "Y"));
+	st->failslab = false;
+
+	early = aio_reap(st->ctx, ev, 1, NODE_WAIT_SEC);
+	if (early < 0)
+		early = 0;
+	EXPECT_EQ(0, aio_uffd_fill(&u, st->buf));
+	reaped = aio_reap(st->ctx, ev + early, 1 + accepted - early, 60);
+
+	ASSERT_TRUE(faulted) TH_LOG("the write did not fault on the region");
+	EXPECT_LT(0, injected) TH_LOG("no allocation failed in io_submit()");
+	EXPECT_LT(0, enomem) TH_LOG("no io_submit() failed with -ENOMEM");
+	EXPECT_LT(0, accepted);
+	EXPECT_EQ(0, early)
+		TH_LOG("write %llu completed before the one queued before it",
+		       (unsigned long long)ev[0].data);
+	ASSERT_EQ(1 + accepted - early, reaped);
+	for (i = 0; i < reaped + early; i++)
+		EXPECT_EQ(BLK, ev[i].res)
+			TH_LOG("write %llu: %lld", (unsigned long long)ev[i].data,
+			       (long long)ev[i].res);
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, TARGET_OFF));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed[last], TARGET_OFF))
+		TH_LOG("the file does not hold the last accepted write (%d)",
+		       last);
+	aio_uffd_destroy(&u);
+	close(fnth);
 }
 
 /*

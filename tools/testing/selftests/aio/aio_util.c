@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/fs.h>
+#include <linux/userfaultfd.h>
 
 #include "aio_util.h"
 
@@ -635,4 +637,69 @@ long aio_syncer_stop(struct aio_syncer *s)
 	close(s->fd);
 	s->fd = -1;
 	return s->rounds;
+}
+
+int aio_uffd_create(struct aio_uffd *u, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	int ret;
+
+	u->len = len;
+	u->region = MAP_FAILED;
+	u->fd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (u->fd < 0)
+		return -errno;
+	if (ioctl(u->fd, UFFDIO_API, &api))
+		goto fail;
+	u->region = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (u->region == MAP_FAILED)
+		goto fail;
+	/* mlockall(MCL_FUTURE) (aio_lock_memory()) filled it: empty it. */
+	munlock(u->region, len);
+	if (madvise(u->region, len, MADV_DONTNEED))
+		goto fail;
+	reg.range.start = (uintptr_t)u->region;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(u->fd, UFFDIO_REGISTER, &reg))
+		goto fail;
+	return 0;
+fail:
+	ret = -errno;
+	aio_uffd_destroy(u);
+	return ret;
+}
+
+int aio_uffd_wait_fault(struct aio_uffd *u, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = u->fd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, timeout_ms) != 1 ||
+	    read(u->fd, &msg, sizeof(msg)) != sizeof(msg))
+		return 0;
+	return msg.event == UFFD_EVENT_PAGEFAULT;
+}
+
+int aio_uffd_fill(struct aio_uffd *u, const void *src)
+{
+	struct uffdio_copy copy = {
+		.dst = (uintptr_t)u->region,
+		.src = (uintptr_t)src,
+		.len = u->len,
+	};
+
+	return ioctl(u->fd, UFFDIO_COPY, &copy) ? -errno : 0;
+}
+
+void aio_uffd_destroy(struct aio_uffd *u)
+{
+	if (u->region != MAP_FAILED)
+		munmap(u->region, u->len);
+	u->region = MAP_FAILED;
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
 }

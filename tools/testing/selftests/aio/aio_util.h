@@ -188,6 +188,25 @@ int aio_syncer_start(struct aio_syncer *s, const char *dir);
 /* Stop and join it: the rounds it did (> 0: it ran), or -errno. */
 long aio_syncer_stop(struct aio_syncer *s);
 
+/*
+ * A buffer that holds up whoever copies from it: a userfaultfd region of
+ * len bytes that nobody filled.  A write from it (by a worker) waits in
+ * a fault until the test fills it.  Not locked by aio_lock_memory().
+ */
+struct aio_uffd {
+	int	fd;
+	char	*region;
+	size_t	len;
+};
+
+/* 0, or -errno (-ENOSYS etc.: no userfaultfd here). */
+int aio_uffd_create(struct aio_uffd *u, size_t len);
+/* 1 once a thread faults on the region, 0 if none did in timeout_ms. */
+int aio_uffd_wait_fault(struct aio_uffd *u, int timeout_ms);
+/* Fill the whole region from src, waking the faulting threads: 0/-errno. */
+int aio_uffd_fill(struct aio_uffd *u, const void *src);
+void aio_uffd_destroy(struct aio_uffd *u);
+
 /* Read/write a small sysfs/procfs file; return 0 or -errno. */
 int aio_read_file(const char *path, char *buf, size_t len);
 int aio_write_file(const char *path, const char *str);
