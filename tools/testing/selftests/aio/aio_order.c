@@ -923,54 +923,32 @@ TEST(bdev_nodes_share_order)
  * move the write pointer by all of them and read back.  The device is a
  * null_blk made through configfs, memory backed.
  */
-#define NULLB_CFG	"/sys/kernel/config/nullb"
 #define ZONED_NAME	"aio-zoned"
 #define ZONED_NR	64
-
-static int zoned_attr(const char *attr, const char *val)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "%s/%s/%s", NULLB_CFG, ZONED_NAME, attr);
-	return aio_write_file(path, val);
-}
 
 TEST(zoned_writes_in_order)
 {
 	struct iocb cbs[ZONED_NR], *list[ZONED_NR];
 	struct io_event ev[ZONED_NR];
-	char cfg[128], path[160], dev[64], idx[16] = "";
+	static const char * const zoned_attrs[] = {
+		"zoned=1", "blocksize=4096", "size=64", "zone_size=4",
+		"zone_nr_conv=0", "memory_backed=1", NULL };
 	uint64_t seed = aio_new_seed();
+	char dev[64];
 	struct blk_zone_report *rep;
 	long long zoned0, zoned1, inline0, inline1;
 	aio_context_t ctx = 0;
-	int fd, i, bad, offload;
+	int fd, i, bad, offload, ret;
 	char *buf;
 
-	if (access(NULLB_CFG, F_OK))
-		mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
-	if (access(NULLB_CFG, F_OK))
-		SKIP(return, "no %s (null_blk, configfs)", NULLB_CFG);
-	snprintf(cfg, sizeof(cfg), "%s/%s", NULLB_CFG, ZONED_NAME);
-	rmdir(cfg);
-	ASSERT_EQ(0, mkdir(cfg, 0755)) TH_LOG("mkdir %s: %s", cfg,
-					      strerror(errno));
-	if (zoned_attr("zoned", "1")) {
-		rmdir(cfg);
+	ret = aio_nullb_create(ZONED_NAME, zoned_attrs, dev, sizeof(dev));
+	if (ret == -ENOENT)
+		SKIP(return, "no null_blk configfs");
+	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+		aio_nullb_remove(ZONED_NAME);
 		SKIP(return, "null_blk without zoned devices (CONFIG_BLK_DEV_ZONED)");
 	}
-	ASSERT_EQ(0, zoned_attr("blocksize", "4096"));
-	ASSERT_EQ(0, zoned_attr("size", "64"));		/* MiB */
-	ASSERT_EQ(0, zoned_attr("zone_size", "4"));	/* MiB */
-	ASSERT_EQ(0, zoned_attr("zone_nr_conv", "0"));
-	ASSERT_EQ(0, zoned_attr("memory_backed", "1"));
-	ASSERT_EQ(0, zoned_attr("power", "1"));
-	snprintf(path, sizeof(path), "%s/index", cfg);
-	ASSERT_EQ(0, aio_read_file(path, idx, sizeof(idx)));
-	/* Named after its configfs directory since 6.0, nullbN before. */
-	snprintf(dev, sizeof(dev), "/dev/%s", ZONED_NAME);
-	if (access(dev, F_OK))
-		snprintf(dev, sizeof(dev), "/dev/nullb%d", atoi(idx));
+	ASSERT_EQ(0, ret) TH_LOG("null_blk %s: %s", ZONED_NAME, strerror(-ret));
 	fd = open(dev, O_RDWR | O_DIRECT);
 	ASSERT_LE(0, fd) TH_LOG("open %s: %s", dev, strerror(errno));
 	buf = aio_alloc_buf(2 * ZONED_NR * BLK);
@@ -1024,8 +1002,7 @@ TEST(zoned_writes_in_order)
 	free(rep);
 	aio_free_buf(buf, 2 * ZONED_NR * BLK);
 	close(fd);
-	EXPECT_EQ(0, zoned_attr("power", "0"));
-	EXPECT_EQ(0, rmdir(cfg));
+	EXPECT_EQ(0, aio_nullb_remove(ZONED_NAME));
 }
 
 /*

@@ -703,3 +703,56 @@ void aio_uffd_destroy(struct aio_uffd *u)
 		close(u->fd);
 	u->fd = -1;
 }
+
+#define NULLB_CFG	"/sys/kernel/config/nullb"
+
+int aio_nullb_create(const char *name, const char * const *attrs, char *dev,
+		     size_t devlen)
+{
+	char path[PATH_MAX], idx[16] = "";
+	const char * const *a;
+	int ret;
+
+	if (access(NULLB_CFG, F_OK))
+		mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
+	if (access(NULLB_CFG, F_OK))
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", NULLB_CFG, name);
+	rmdir(path);
+	if (mkdir(path, 0755))
+		return -errno;
+	for (a = attrs; *a; a++) {
+		const char *eq = strchr(*a, '=');
+
+		if (!eq)
+			return -EINVAL;
+		snprintf(path, sizeof(path), "%s/%s/%.*s", NULLB_CFG, name,
+			 (int)(eq - *a), *a);
+		ret = aio_write_file(path, eq + 1);
+		if (ret)
+			return ret;
+	}
+	snprintf(path, sizeof(path), "%s/%s/power", NULLB_CFG, name);
+	ret = aio_write_file(path, "1");
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s/index", NULLB_CFG, name);
+	ret = aio_read_file(path, idx, sizeof(idx));
+	if (ret)
+		return ret;
+	/* Named after its configfs directory since 6.0, nullbN before. */
+	snprintf(dev, devlen, "/dev/%s", name);
+	if (access(dev, F_OK))
+		snprintf(dev, devlen, "/dev/nullb%d", atoi(idx));
+	return access(dev, F_OK) ? -errno : 0;
+}
+
+int aio_nullb_remove(const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s/power", NULLB_CFG, name);
+	aio_write_file(path, "0");
+	snprintf(path, sizeof(path), "%s/%s", NULLB_CFG, name);
+	return rmdir(path) ? -errno : 0;
+}

@@ -207,6 +207,16 @@ int aio_uffd_wait_fault(struct aio_uffd *u, int timeout_ms);
 int aio_uffd_fill(struct aio_uffd *u, const void *src);
 void aio_uffd_destroy(struct aio_uffd *u);
 
+/*
+ * A null_blk device made through configfs (mounted if need be), named
+ * name, with attrs ("key=value", NULL-terminated) set before it is
+ * powered on; its node is written to dev.  0, -ENOENT without null_blk's
+ * configfs, or another -errno (e.g. an attribute the kernel refused).
+ */
+int aio_nullb_create(const char *name, const char * const *attrs, char *dev,
+		     size_t devlen);
+int aio_nullb_remove(const char *name);
+
 /* Read/write a small sysfs/procfs file; return 0 or -errno. */
 int aio_read_file(const char *path, char *buf, size_t len);
 int aio_write_file(const char *path, const char *str);
