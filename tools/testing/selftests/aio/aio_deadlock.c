@@ -32,21 +32,16 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/userfaultfd.h>
 
 #include "../kselftest_harness.h"
 #include "aio_fuse.h"
@@ -222,18 +217,15 @@ static bool kill_and_reap(pid_t pid, int *status)
  */
 TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	struct uffdio_copy copy = { 0 };
+	static char fill[NREADERS * BLK];
 	static struct iocb cb[NREADERS + 1];
 	struct iocb *list[NREADERS + 1];
 	struct io_event ev[NREADERS + 1];
 	long long grow0, grow1;
 	long got_read = -1, reaped;
 	aio_context_t ctx = 0;
-	struct pollfd pfd;
-	struct uffd_msg msg;
-	int uffd, i, faults = 0;
+	struct aio_uffd u;
+	int ret, i, faults = 0;
 	const char *skip;
 	char *region;
 
@@ -242,17 +234,10 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	skip = setup_files(_metadata, &self->f, variant->fstype);
 	if (skip)
 		SKIP(return, "%s", skip);
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	region = mmap(NULL, NREADERS * BLK, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, region);
-	reg.range.start = (uintptr_t)region;
-	reg.range.len = NREADERS * BLK;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
+	ret = aio_uffd_create(&u, NREADERS * BLK);
+	if (ret)
+		SKIP(return, "userfaultfd: %s", strerror(-ret));
+	region = u.region;
 
 	for (i = 0; i <= NREADERS; i++) {
 		aio_prep_rw(&cb[i], IOCB_CMD_PREAD, self->f.fds[i],
@@ -267,14 +252,8 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(NREADERS, sys_io_submit(ctx, NREADERS, list));
 
 	/* Every reader's worker waits in its fault. */
-	pfd.fd = uffd;
-	pfd.events = POLLIN;
-	while (faults < NREADERS && poll(&pfd, 1, WAIT_SEC * 1000) == 1) {
-		if (read(uffd, &msg, sizeof(msg)) != sizeof(msg))
-			continue;
-		if (msg.event == UFFD_EVENT_PAGEFAULT)
-			faults++;
-	}
+	while (faults < NREADERS && aio_uffd_wait_fault(&u, WAIT_SEC * 1000))
+		faults++;
 	/* The handler's own AIO read, before it fills any page. */
 	if (faults == NREADERS &&
 	    sys_io_submit(ctx, 1, list + NREADERS) == 1 &&
@@ -283,13 +262,8 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 	grow1 = root_stat("stall_grow");
 
 	/* Fill the pages whatever happened, so that the readers finish. */
-	for (i = 0; i < NREADERS; i++) {
-		copy.dst = (uintptr_t)(region + i * BLK);
-		copy.src = (uintptr_t)(self->f.buf + BLK);
-		copy.len = BLK;
-		EXPECT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy))
-			TH_LOG("UFFDIO_COPY %d: %s", i, strerror(errno));
-	}
+	ret = aio_uffd_fill(&u, fill);
+	EXPECT_EQ(0, ret) TH_LOG("UFFDIO_COPY: %s", strerror(-ret));
 	reaped = aio_reap(ctx, ev, NREADERS + (got_read != BLK),
 			  AIO_REAP_TIMEOUT_SEC);
 
@@ -313,7 +287,7 @@ TEST_F_TIMEOUT(dl, uffd_handler_uses_aio, AIO_DEV_TEST_TIMEOUT)
 		EXPECT_LT(grow0, grow1) TH_LOG("aio.stat stall_grow");
 	TH_LOG("aio.stat stall_grow %lld -> %lld", grow0, grow1);
 	ASSERT_EQ(0, sys_io_destroy(ctx));
-	close(uffd);
+	aio_uffd_destroy(&u);
 }
 
 /*
@@ -602,46 +576,29 @@ TEST_F_TIMEOUT(dl, fuse_server_killed, AIO_DEV_TEST_TIMEOUT)
  */
 static void uffd_killed_child(int fd, const char *path)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
 	struct iocb cb, *list = &cb;
 	aio_context_t ctx = 0;
-	struct pollfd pfd;
-	struct uffd_msg msg;
-	int uffd, wfd;
-	char *region;
+	struct aio_uffd u;
+	int ret, wfd;
 
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
-	if (uffd < 0) {
-		report(fd, -errno, NULL);
+	ret = aio_uffd_create(&u, BLK);
+	if (ret) {
+		report(fd, ret, NULL);
 		_exit(0);
 	}
-	region = mmap(NULL, BLK, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	reg.range.start = (uintptr_t)region;
-	reg.range.len = BLK;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
 	wfd = open(path, O_WRONLY);
-	if (region == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) ||
-	    ioctl(uffd, UFFDIO_REGISTER, &reg) || wfd < 0 ||
-	    sys_io_setup(8, &ctx)) {
+	if (wfd < 0 || sys_io_setup(8, &ctx)) {
 		report(fd, -errno, NULL);
 		_exit(0);
 	}
-	aio_prep_rw(&cb, IOCB_CMD_PWRITE, wfd, region, BLK, 0, 1);
+	aio_prep_rw(&cb, IOCB_CMD_PWRITE, wfd, u.region, BLK, 0, 1);
 	if (fork() == 0) {
 		/* Another process watches the faults: the submitter may block. */
-		pfd.fd = uffd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, WAIT_SEC * 1000) == 1 &&
-		    read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
-		    msg.event == UFFD_EVENT_PAGEFAULT)
-			report(fd, 0, NULL);
-		else
-			report(fd, -ETIMEDOUT, NULL);
+		report(fd, aio_uffd_wait_fault(&u, WAIT_SEC * 1000) ?
+			   0 : -ETIMEDOUT, NULL);
 		_exit(0);
 	}
-	/* uffd stays open: it goes with the process's files. */
+	/* The userfaultfd stays open: it goes with the process's files. */
 	sys_io_submit(ctx, 1, &list);
 	pause();
 	_exit(0);
@@ -658,7 +615,8 @@ static void uffd_killed_child(int fd, const char *path)
 TEST_F_TIMEOUT(dl, uffd_handler_killed, AIO_DEV_TEST_TIMEOUT)
 {
 	struct kill_report r = { .err = -EIO };
-	int pipefd[2], status = 0, uffd;
+	int pipefd[2], status = 0, ret;
+	struct aio_uffd u;
 	char path[128];
 	const char *skip;
 	bool reaped;
@@ -667,10 +625,10 @@ TEST_F_TIMEOUT(dl, uffd_handler_killed, AIO_DEV_TEST_TIMEOUT)
 	skip = setup_files(_metadata, &self->f, variant->fstype);
 	if (skip)
 		SKIP(return, "%s", skip);
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
-	if (uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	close(uffd);
+	ret = aio_uffd_create(&u, BLK);
+	if (ret)
+		SKIP(return, "userfaultfd: %s", strerror(-ret));
+	aio_uffd_destroy(&u);
 	snprintf(path, sizeof(path), "%s/r0", self->f.mnt);
 	ASSERT_EQ(0, pipe(pipefd));
 	/* Not straight into self: the fixture is shared with the child. */

@@ -1056,6 +1056,49 @@ static long submit_failing(int fnth, aio_context_t ctx, struct iocb **list,
 }
 
 /*
+ * What both fault-injection tests need: the offload, this thread's
+ * fail-nth (opened into *@fnth), failslab's knob for sleeping
+ * allocations if @sleeping, the file, and a userfaultfd region of one
+ * block (@u) for a write to wait on.  NULL, or why the test skips.
+ */
+static const char *fault_setup(struct __test_metadata *_metadata,
+			       struct order_state *st, bool sleeping,
+			       int *fnth, struct aio_uffd *u)
+{
+	static char why[128];
+	const char *skip;
+	int ret;
+
+	if (aio_offload_enabled() != 1)
+		return "needs fs.aio-offload=1: stock waits in the fault";
+	*fnth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
+	if (*fnth < 0) {
+		snprintf(why, sizeof(why), "%s: %s (CONFIG_FAULT_INJECTION)",
+			 FAIL_NTH, strerror(errno));
+		return why;
+	}
+	if (sleeping && access(FAILSLAB_GFP, W_OK))
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	if (sleeping && access(FAILSLAB_GFP, W_OK)) {
+		snprintf(why, sizeof(why), "%s: %s (CONFIG_FAILSLAB, debugfs)",
+			 FAILSLAB_GFP, strerror(errno));
+		goto skip;
+	}
+	skip = setup_file(_metadata, st, 0);
+	if (skip) {
+		snprintf(why, sizeof(why), "%s", skip);
+		goto skip;
+	}
+	ret = aio_uffd_create(u, BLK);
+	if (!ret)
+		return NULL;
+	snprintf(why, sizeof(why), "userfaultfd: %s", strerror(-ret));
+skip:
+	close(*fnth);
+	return why;
+}
+
+/*
  * The first request queued on a file makes its order entry without
  * sleeping; if that allocation fails, it takes the pool's fallback entry,
  * which must order it as its own would: a read of the block behind a
@@ -1075,18 +1118,9 @@ TEST_F_TIMEOUT(order, order_entry_fallback, 300)
 	const char *skip;
 	long submitted;
 
-	if (aio_offload_enabled() != 1)
-		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
-	fnth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
-	if (fnth < 0)
-		SKIP(return, "%s: %s (CONFIG_FAULT_INJECTION)", FAIL_NTH,
-		     strerror(errno));
-	skip = setup_file(_metadata, st, 0);
+	skip = fault_setup(_metadata, st, false, &fnth, &u);
 	if (skip)
 		SKIP(return, "%s", skip);
-	i = aio_uffd_create(&u, BLK);
-	if (i)
-		SKIP(return, "userfaultfd: %s", strerror(-i));
 	/* The old block, cached: a read of it would complete at once. */
 	ASSERT_EQ(BLK, pread(st->fd, st->buf + BLK, BLK, TARGET_OFF));
 	/* Best effort: the entry's allocation does not warn anyway. */
@@ -1150,23 +1184,9 @@ TEST_F_TIMEOUT(order, failed_allocations_lose_nothing, 300)
 	const char *skip;
 	bool faulted, hit;
 
-	if (aio_offload_enabled() != 1)
-		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
-	fnth = open(FAIL_NTH, O_RDWR | O_CLOEXEC);
-	if (fnth < 0)
-		SKIP(return, "%s: %s (CONFIG_FAULT_INJECTION)", FAIL_NTH,
-		     strerror(errno));
-	if (access(FAILSLAB_GFP, W_OK))
-		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
-	if (access(FAILSLAB_GFP, W_OK))
-		SKIP(return, "%s: %s (CONFIG_FAILSLAB, debugfs)", FAILSLAB_GFP,
-		     strerror(errno));
-	skip = setup_file(_metadata, st, 0);
+	skip = fault_setup(_metadata, st, true, &fnth, &u);
 	if (skip)
 		SKIP(return, "%s", skip);
-	i = aio_uffd_create(&u, BLK);
-	if (i)
-		SKIP(return, "userfaultfd: %s", strerror(-i));
 
 	for (nth = 0; nth <= FAIL_ROUNDS; nth++) {
 		char *b = st->buf + nth * BLK;
