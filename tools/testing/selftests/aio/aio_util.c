@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/fs.h>
+#include <linux/io_uring.h>
 #include <linux/userfaultfd.h>
 
 #include "aio_util.h"
@@ -755,4 +756,102 @@ int aio_nullb_remove(const char *name)
 	aio_write_file(path, "0");
 	snprintf(path, sizeof(path), "%s/%s", NULLB_CFG, name);
 	return rmdir(path) ? -errno : 0;
+}
+
+int aio_uring_init(struct aio_uring *r, unsigned int entries)
+{
+	struct io_uring_params p = { 0 };
+	char *sq, *cq;
+
+	memset(r, 0, sizeof(*r));
+	r->sq_ring = MAP_FAILED;
+	r->sqes = MAP_FAILED;
+	r->fd = syscall(__NR_io_uring_setup, entries, &p);
+	if (r->fd < 0)
+		return -errno;
+	/* IORING_FEAT_SINGLE_MMAP (5.4) is assumed: one map for both rings. */
+	if (!(p.features & IORING_FEAT_SINGLE_MMAP)) {
+		aio_uring_exit(r);
+		return -EOPNOTSUPP;
+	}
+	r->ring_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	if (r->ring_len < p.cq_off.cqes + p.cq_entries *
+			  sizeof(struct io_uring_cqe))
+		r->ring_len = p.cq_off.cqes +
+			      p.cq_entries * sizeof(struct io_uring_cqe);
+	r->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	r->sq_ring = mmap(NULL, r->ring_len, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQ_RING);
+	r->sqes = mmap(NULL, r->sqes_len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, r->fd, IORING_OFF_SQES);
+	if (r->sq_ring == MAP_FAILED || r->sqes == MAP_FAILED) {
+		aio_uring_exit(r);
+		return -ENOMEM;
+	}
+	sq = r->sq_ring;
+	cq = r->sq_ring;
+	r->sq_tail = (unsigned int *)(sq + p.sq_off.tail);
+	r->sq_mask = *(unsigned int *)(sq + p.sq_off.ring_mask);
+	r->sq_array = (unsigned int *)(sq + p.sq_off.array);
+	r->cq_head = (unsigned int *)(cq + p.cq_off.head);
+	r->cq_tail = (unsigned int *)(cq + p.cq_off.tail);
+	r->cq_mask = *(unsigned int *)(cq + p.cq_off.ring_mask);
+	r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	return 0;
+}
+
+void aio_uring_exit(struct aio_uring *r)
+{
+	if (r->sqes != MAP_FAILED)
+		munmap(r->sqes, r->sqes_len);
+	if (r->sq_ring != MAP_FAILED)
+		munmap(r->sq_ring, r->ring_len);
+	r->sqes = MAP_FAILED;
+	r->sq_ring = MAP_FAILED;
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+int aio_uring_rw_nvcsw(struct aio_uring *r, int op, int fd, void *buf,
+		       size_t len, off_t off, uint64_t data, long *nvcsw)
+{
+	unsigned int tail = *r->sq_tail, idx = tail & r->sq_mask;
+	struct io_uring_sqe *sqe = &r->sqes[idx];
+	long before, after;
+	int ret, err;
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = op;
+	sqe->fd = fd;
+	sqe->addr = (uintptr_t)buf;
+	sqe->len = len;
+	sqe->off = off;
+	sqe->user_data = data;
+	r->sq_array[idx] = idx;
+	/* The kernel reads the entry once it sees the new tail. */
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+
+	before = aio_thread_nvcsw();
+	ret = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
+	err = errno;
+	after = aio_thread_nvcsw();
+	*nvcsw = (before < 0 || after < 0) ? -1 : after - before;
+	errno = err;
+	return ret;
+}
+
+int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe)
+{
+	unsigned int head = *r->cq_head;
+
+	while (head == __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE)) {
+		if (syscall(__NR_io_uring_enter, r->fd, 0, 1,
+			    IORING_ENTER_GETEVENTS, NULL, 0) < 0 &&
+		    errno != EINTR)
+			return -errno;
+	}
+	*cqe = r->cqes[head & r->cq_mask];
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return 0;
 }

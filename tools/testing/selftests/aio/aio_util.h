@@ -217,6 +217,38 @@ int aio_nullb_create(const char *name, const char * const *attrs, char *dev,
 		     size_t devlen);
 int aio_nullb_remove(const char *name);
 
+/*
+ * A minimal io_uring through raw syscalls, to compare with io_submit():
+ * it tries each request with IOCB_NOWAIT and hands what would block to
+ * io-wq, so what the filesystem does under NOWAIT shows in both.
+ */
+struct io_uring_sqe;
+struct io_uring_cqe;
+
+struct aio_uring {
+	int			fd;
+	void			*sq_ring;	/* SQ and CQ rings, one map */
+	size_t			ring_len;
+	struct io_uring_sqe	*sqes;
+	size_t			sqes_len;
+	unsigned int		*sq_tail, *sq_array, sq_mask;
+	unsigned int		*cq_head, *cq_tail, cq_mask;
+	struct io_uring_cqe	*cqes;
+};
+
+/* 0, or -errno (-ENOSYS: no io_uring here). */
+int aio_uring_init(struct aio_uring *r, unsigned int entries);
+void aio_uring_exit(struct aio_uring *r);
+/*
+ * Submit one IORING_OP_READ/WRITE (@op) through io_uring_enter(), with
+ * the calling thread's voluntary context switches inside that call in
+ * *nvcsw: what io_uring_enter() returned, errno kept.
+ */
+int aio_uring_rw_nvcsw(struct aio_uring *r, int op, int fd, void *buf,
+		       size_t len, off_t off, uint64_t data, long *nvcsw);
+/* Wait for and take the next completion: 0 or -errno. */
+int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe);
+
 /* Read/write a small sysfs/procfs file; return 0 or -errno. */
 int aio_read_file(const char *path, char *buf, size_t len);
 int aio_write_file(const char *path, const char *str);
