@@ -855,3 +855,41 @@ int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe)
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return 0;
 }
+
+#define AIO_TRACING	"/sys/kernel/tracing"
+
+int aio_trace_event(const char *event, bool on)
+{
+	char path[PATH_MAX];
+
+	if (access(AIO_TRACING "/trace", W_OK))
+		mount("tracefs", AIO_TRACING, "tracefs", 0, NULL);
+	snprintf(path, sizeof(path), AIO_TRACING "/events/%s/enable", event);
+	return aio_write_file(path, on ? "1" : "0");
+}
+
+int aio_trace_clear(void)
+{
+	int fd = open(AIO_TRACING "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+long aio_trace_count(const char *event, const char *needle)
+{
+	char line[1024];
+	long n = 0;
+	FILE *f;
+
+	f = fopen(AIO_TRACING "/trace", "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, event) && (!needle || strstr(line, needle)))
+			n++;
+	fclose(f);
+	return n;
+}

@@ -249,6 +249,15 @@ int aio_uring_rw_nvcsw(struct aio_uring *r, int op, int fd, void *buf,
 /* Wait for and take the next completion: 0 or -errno. */
 int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe);
 
+/*
+ * Tracepoints (tracefs, mounted if need be): enable or disable an event
+ * ("system/name"), empty the buffer, count the buffer's lines of @event
+ * that contain @needle (NULL: all of them).  0 or a count, or -errno.
+ */
+int aio_trace_event(const char *event, bool on);
+int aio_trace_clear(void);
+long aio_trace_count(const char *event, const char *needle);
+
 /* Read/write a small sysfs/procfs file; return 0 or -errno. */
 int aio_read_file(const char *path, char *buf, size_t len);
 int aio_write_file(const char *path, const char *str);
