@@ -836,6 +836,9 @@ int aio_uring_rw_nvcsw(struct aio_uring *r, int op, int fd, void *buf,
 	ret = syscall(__NR_io_uring_enter, r->fd, 1, 0, 0, NULL, 0);
 	err = errno;
 	after = aio_thread_nvcsw();
+	/* Not consumed: take it back, so that the ring stays in step. */
+	if (ret != 1)
+		__atomic_store_n(r->sq_tail, tail, __ATOMIC_RELEASE);
 	*nvcsw = (before < 0 || after < 0) ? -1 : after - before;
 	errno = err;
 	return ret;
