@@ -44,7 +44,8 @@
 #define RAM_DEV		"/dev/ram0"
 #define TRACING		"/sys/kernel/tracing"
 #define EVENT		"iomap_dio_complete"
-#define EVENT_ENABLE	TRACING "/events/iomap/" EVENT "/enable"
+#define IOMAP_EVENT	"iomap/" EVENT
+#define EVENT_ENABLE	TRACING "/events/" IOMAP_EVENT "/enable"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
 
 struct complete_state {
@@ -109,7 +110,7 @@ FIXTURE_TEARDOWN_PARENT(complete)
 {
 	struct complete_state *st = &self->st;
 
-	if (st->tracing && aio_write_file(EVENT_ENABLE, "0"))
+	if (st->tracing && aio_trace_event(IOMAP_EVENT, false))
 		TH_LOG("cannot disable %s", EVENT);
 	if (getpid() == self->owner)
 		aio_free_buf(st->buf, 2 * NR_WRITES * BLK);
@@ -171,11 +172,8 @@ TEST_F_TIMEOUT(complete, unwritten_end_io_not_in_submitter, 300)
 	ASSERT_EQ(0, sys_io_setup(8, &ctx));
 	aio_fill_pattern(st->buf, NR_WRITES * BLK, seed, 0);
 
-	/* Empty the trace buffer (opening it with O_TRUNC does). */
-	i = open(TRACING "/trace", O_WRONLY | O_TRUNC);
-	ASSERT_LE(0, i);
-	close(i);
-	ASSERT_EQ(0, aio_write_file(EVENT_ENABLE, "1"));
+	ASSERT_EQ(0, aio_trace_clear());
+	ASSERT_EQ(0, aio_trace_event(IOMAP_EVENT, true));
 	st->tracing = true;
 	inline0 = aio_read_key(ROOT_STAT, "inline");
 	/* Every other block: each write splits an unwritten extent. */
@@ -189,7 +187,7 @@ TEST_F_TIMEOUT(complete, unwritten_end_io_not_in_submitter, 300)
 			TH_LOG("write %d: %lld", i, (long long)ev.res);
 	}
 	inline1 = aio_read_key(ROOT_STAT, "inline");
-	ASSERT_EQ(0, aio_write_file(EVENT_ENABLE, "0"));
+	ASSERT_EQ(0, aio_trace_event(IOMAP_EVENT, false));
 	st->tracing = false;
 	events = count_events(aio_gettid(), &mine);
 
