@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Crash consistency of ext4's NOWAIT write paths: the split of an
+ * unwritten extent at submission without blocking, and the c/mtime
+ * carried by I_DIRTY_TIME to the journal, replayed with dm-log-writes.
+ *
+ * dm-log-writes logs every write the filesystem sends to the device, in
+ * completion order, and puts what completed before a flush ahead of it,
+ * so the log replayed up to a flush (or FUA) entry is a state a crash
+ * there could leave.  The logged device is the first LW_DATA_MB of the
+ * NVMe (dm-linear), the log the rest; replays go to a RAM disk.
+ *
+ * Before mkfs every block of the device is tagged STALE; a file written
+ * with blocks tagged OLD is deleted, so that its blocks are free for the
+ * next one, which is fallocated (unwritten extents).  Then ROUNDS rounds
+ * of PER_ROUND 4 KiB O_DIRECT writes, through io_uring (dm-log-writes
+ * has no NOWAIT, so the AIO offload would hand every write to a worker;
+ * io_uring's first try runs ext4's NOWAIT path anyway), each round
+ * followed by an fsync() while its last IN_FLIGHT writes are still in
+ * flight, then a mark in the log.  One more write, an overwrite, is not
+ * fsync()ed, and a mark is put more than two commit intervals after it.
+ *
+ * For every flush point of the log after mkfs, a copy of the replay is
+ * mounted (recovering the journal) and then checked with e2fsck -fn,
+ * which must be clean.  Mounted, the file may hold, in each block,
+ * zeroes or the data of the write to that block, and must hold that data
+ * for every write an fsync() that completed (whose mark is in the log)
+ * covered; never a STALE or OLD block.  At the last flush point before
+ * the mark put after the unsynced write, its mtime must be on disk.  That
+ * the NOWAIT split ran is seen in the ext4_ext_handle_unwritten_extents
+ * tracepoint (flag SPLIT_NOWAIT).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+#include <linux/io_uring.h>
+
+#include "../kselftest_harness.h"
+#include "aio_util.h"
+
+#define BLK		4096
+#define LW_DATA_MB	32
+#define FILE_BLOCKS	1024		/* 4 MiB, fallocated */
+#define OLD_BLOCKS	1024		/* 4 MiB, written, then deleted */
+#define ROUNDS		8
+#define PER_ROUND	32
+#define IN_FLIGHT	4
+#define NR_WRITES	(ROUNDS * PER_ROUND + 1)
+#define COMMIT_S	1		/* mount option commit= */
+
+#define DM_DATA		"aio-lw-data"
+#define DM_LOG		"aio-lw-log"
+#define DM_LW		"aio-lw"
+#define DM_REPLAY	"aio-lw-replay"
+#define DM_CHECK	"aio-lw-check"
+#define RAM_DEV		"/dev/ram0"
+#define SPLIT_EVENT	"ext4/ext4_ext_handle_unwritten_extents"
+#define SPLIT_LINE	"ext4_ext_handle_unwritten_extents:"
+#define NOWAIT_EVENT	"ext4/ext4_dio_nowait_eagain"
+#define NOWAIT_LINE	"ext4_dio_nowait_eagain:"
+
+/* dm-log-writes' on-disk format (drivers/md/dm-log-writes.c). */
+#define LW_MAGIC	0x6a736677736872ULL
+#define LW_FLUSH	(1 << 0)
+#define LW_FUA		(1 << 1)
+#define LW_DISCARD	(1 << 2)
+#define LW_MARK		(1 << 3)
+
+struct lw_super {
+	uint64_t magic, version, nr_entries;
+	uint32_t sectorsize;
+} __attribute__((packed));
+
+struct lw_entry {
+	uint64_t sector, nr_sectors, flags, data_len;
+};
+
+static const char stale_tag[8] = "STALEBLK";
+static const char old_tag[8] = "OLDDATA!";
+
+struct replay_state {
+	char mnt[64];
+	char dev[64];		/* /dev/mapper/DM_LW */
+	struct aio_uring ring;
+	char *buf;
+	uint64_t seed;
+	off_t off[NR_WRITES];	/* distinct blocks of the file */
+	int covered_by[NR_WRITES];	/* round whose fsync covers it, or -1 */
+	struct timespec last_mtime;	/* after the unsynced write */
+	bool made[5];		/* DM_DATA, DM_LOG, DM_LW, DM_REPLAY, DM_CHECK */
+	bool tracing;
+};
+
+FIXTURE(replay) {
+	pid_t owner;
+	struct replay_state st;
+};
+
+static const char *const dm_names[] = {
+	DM_DATA, DM_LOG, DM_LW, DM_REPLAY, DM_CHECK,
+};
+
+static int dm_make(struct replay_state *st, int i, const char *table)
+{
+	int ret = aio_dm_create(dm_names[i], table);
+
+	st->made[i] = !ret;
+	return ret;
+}
+
+/* Tag every block of @dev (@len bytes) STALE, with its number. */
+static int fill_stale(const char *dev, uint64_t len, char *buf)
+{
+	uint64_t b, nb = 1 << 20;
+	int fd = open(dev, O_WRONLY | O_DIRECT);
+	off_t pos;
+
+	if (fd < 0)
+		return -errno;
+	for (pos = 0; pos < (off_t)len; pos += nb) {
+		memset(buf, 0x5a, nb);
+		for (b = 0; b < nb / BLK; b++) {
+			uint64_t n = pos / BLK + b;
+
+			memcpy(buf + b * BLK, stale_tag, 8);
+			memcpy(buf + b * BLK + 8, &n, 8);
+		}
+		if (pwrite(fd, buf, nb, pos) != (ssize_t)nb) {
+			close(fd);
+			return -EIO;
+		}
+	}
+	return close(fd) ? -errno : 0;
+}
+
+static int lw_mark(const char *name)
+{
+	char * const argv[] = { "dmsetup", "message", DM_LW, "0", "mark",
+				(char *)name, NULL };
+
+	return aio_run(argv);
+}
+
+FIXTURE_SETUP(replay)
+{
+	struct replay_state *st = &self->st;
+	uint64_t nvme_size, ram_size;
+	char table[160];
+	int fd, ret;
+
+	self->owner = getpid();
+	memset(st, 0, sizeof(*st));
+	st->ring.fd = -1;
+	st->buf = aio_alloc_buf(1 << 20);
+	ASSERT_NE(NULL, st->buf);
+	if (!aio_dev_path())
+		SKIP(return, "AIO_TEST_DEV not set");
+	/* The log and the data split one device; replays need a RAM disk. */
+	if (strcmp(aio_dev_class(), "nvme"))
+		SKIP(return, "runs on the NVMe class only");
+	fd = open(aio_dev_path(), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, aio_dev_size(fd, &nvme_size));
+	close(fd);
+	fd = open(RAM_DEV, O_RDONLY);
+	if (fd < 0)
+		SKIP(return, "%s: %s (CONFIG_BLK_DEV_RAM)", RAM_DEV,
+		     strerror(errno));
+	ASSERT_EQ(0, aio_dev_size(fd, &ram_size));
+	close(fd);
+	if (nvme_size < 4ULL * LW_DATA_MB << 20 ||
+	    ram_size < 2ULL * LW_DATA_MB << 20)
+		SKIP(return, "devices too small");
+	ret = aio_uring_init(&st->ring, 64);
+	if (ret)
+		SKIP(return, "io_uring: %s", strerror(-ret));
+
+	snprintf(table, sizeof(table), "0 %d linear %s 0",
+		 LW_DATA_MB << 11, aio_dev_path());
+	ret = dm_make(st, 0, table);
+	if (ret == AIO_MKFS_NOT_FOUND)
+		SKIP(return, "dmsetup not available");
+	ASSERT_EQ(0, ret);
+	snprintf(table, sizeof(table), "0 %llu linear %s %d",
+		 (unsigned long long)(nvme_size >> 9) - (LW_DATA_MB << 11),
+		 aio_dev_path(), LW_DATA_MB << 11);
+	ASSERT_EQ(0, dm_make(st, 1, table));
+	snprintf(table, sizeof(table), "0 %d linear %s 0", LW_DATA_MB << 11,
+		 RAM_DEV);
+	ASSERT_EQ(0, dm_make(st, 3, table));
+	snprintf(table, sizeof(table), "0 %d linear %s %d", LW_DATA_MB << 11,
+		 RAM_DEV, LW_DATA_MB << 11);
+	ASSERT_EQ(0, dm_make(st, 4, table));
+
+	/* The same starting state on the logged device and the replay. */
+	ASSERT_EQ(0, fill_stale("/dev/mapper/" DM_DATA,
+				(uint64_t)LW_DATA_MB << 20, st->buf));
+	ASSERT_EQ(0, fill_stale("/dev/mapper/" DM_REPLAY,
+				(uint64_t)LW_DATA_MB << 20, st->buf));
+	snprintf(table, sizeof(table), "0 %d log-writes /dev/mapper/%s /dev/mapper/%s",
+		 LW_DATA_MB << 11, DM_DATA, DM_LOG);
+	ret = dm_make(st, 2, table);
+	if (ret)
+		SKIP(return, "no dm-log-writes target (CONFIG_DM_LOG_WRITES)");
+	snprintf(st->dev, sizeof(st->dev), "/dev/mapper/%s", DM_LW);
+	ASSERT_EQ(0, aio_mkfs(st->dev, "ext4"));
+	ASSERT_EQ(0, lw_mark("mkfs"));
+	ASSERT_EQ(0, aio_mount_tmp(st->dev, "ext4", "commit=1", st->mnt,
+				   sizeof(st->mnt)));
+	st->tracing = !aio_trace_event(SPLIT_EVENT, true) &&
+		      !aio_trace_event(NOWAIT_EVENT, true);
+}
+
+FIXTURE_TEARDOWN(replay)
+{
+	struct replay_state *st = &self->st;
+	int i;
+
+	if (getpid() != self->owner)
+		return;
+	if (st->tracing) {
+		aio_trace_event(SPLIT_EVENT, false);
+		aio_trace_event(NOWAIT_EVENT, false);
+	}
+	if (st->ring.fd >= 0)
+		aio_uring_exit(&st->ring);
+	if (st->mnt[0] && aio_scratch_umount(st->mnt))
+		TH_LOG("umount %s: %s", st->mnt, strerror(errno));
+	for (i = ARRAY_SIZE(dm_names) - 1; i >= 0; i--)
+		if (st->made[i] && aio_dm_remove(dm_names[i]))
+			TH_LOG("dmsetup remove %s failed", dm_names[i]);
+	aio_free_buf(st->buf, 1 << 20);
+}
+
+/* @n writes from index @first, at most @depth in flight; leave @keep. */
+static void write_some(struct __test_metadata *_metadata,
+		       struct replay_state *st, int fd, int first, int n,
+		       int keep)
+{
+	struct io_uring_cqe cqe;
+	long nvcsw;
+	int i, done = 0;
+
+	for (i = first; i < first + n; i++) {
+		aio_fill_pattern(st->buf + (i % 64) * BLK, BLK, st->seed,
+				 st->off[i]);
+		ASSERT_EQ(1, aio_uring_rw_nvcsw(&st->ring, IORING_OP_WRITE, fd,
+						st->buf + (i % 64) * BLK, BLK,
+						st->off[i], i, &nvcsw));
+		if (i - first + 1 - done > 8) {
+			ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+			ASSERT_EQ(BLK, cqe.res) TH_LOG("write %lld: %d",
+						      (long long)cqe.user_data,
+						      cqe.res);
+			done++;
+		}
+	}
+	for (; done < n - keep; done++) {
+		ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+		ASSERT_EQ(BLK, cqe.res);
+	}
+}
+
+static void reap_rest(struct __test_metadata *_metadata,
+		      struct replay_state *st, int n)
+{
+	struct io_uring_cqe cqe;
+
+	while (n--) {
+		ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+		ASSERT_EQ(BLK, cqe.res);
+	}
+}
+
+/* The workload on the logged filesystem; the log's marks name rounds. */
+static void workload(struct __test_metadata *_metadata,
+		     struct replay_state *st)
+{
+	char path[96], mark[32];
+	struct stat sb;
+	int fd, i, r, j;
+
+	/* Blocks of a deleted file, free for the next one to reuse. */
+	snprintf(path, sizeof(path), "%s/old", st->mnt);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < OLD_BLOCKS; i++) {
+		memset(st->buf, 0x3c, BLK);
+		memcpy(st->buf, old_tag, 8);
+		ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, (off_t)i * BLK));
+	}
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, unlink(path));
+	sync();
+
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fallocate(fd, 0, 0, (off_t)FILE_BLOCKS * BLK));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, lw_mark("ready"));
+
+	/* Distinct blocks, in a random order; the last write is below. */
+	st->seed = aio_new_seed();
+	srandom(st->seed);
+	for (i = 0; i < NR_WRITES - 1; i++) {
+		bool dup;
+
+		do {
+			st->off[i] = (off_t)(random() % FILE_BLOCKS) * BLK;
+			dup = false;
+			for (j = 0; j < i && !dup; j++)
+				dup = st->off[j] == st->off[i];
+		} while (dup);
+		st->covered_by[i] = -1;
+	}
+	if (st->tracing)
+		ASSERT_EQ(0, aio_trace_clear());
+	for (r = 0; r < ROUNDS; r++) {
+		int first = r * PER_ROUND;
+
+		write_some(_metadata, st, fd, first, PER_ROUND, IN_FLIGHT);
+		/* What completed before the fsync() is covered by it. */
+		for (i = first; i < first + PER_ROUND - IN_FLIGHT; i++)
+			st->covered_by[i] = r;
+		for (i = 0; i < first; i++)
+			if (st->covered_by[i] < 0)
+				st->covered_by[i] = r;
+		ASSERT_EQ(0, fsync(fd));
+		snprintf(mark, sizeof(mark), "fsync%d", r);
+		ASSERT_EQ(0, lw_mark(mark));
+		reap_rest(_metadata, st, IN_FLIGHT);
+	}
+	/*
+	 * One write no fsync() covers: its mtime must reach the journal.  An
+	 * overwrite (of the first write's block, with the same data): a
+	 * write into an unwritten extent would have its inode journalled by
+	 * the conversion at completion anyway.
+	 */
+	st->off[NR_WRITES - 1] = st->off[0];
+	st->covered_by[NR_WRITES - 1] = -1;
+	usleep(20 * 1000);
+	write_some(_metadata, st, fd, NR_WRITES - 1, 1, 0);
+	ASSERT_EQ(0, fstat(fd, &sb));
+	st->last_mtime = sb.st_mtim;
+	sleep(4 * COMMIT_S + 2);
+	ASSERT_EQ(0, lw_mark("times"));
+	close(fd);
+}
+
+struct replay_counts {
+	long entries, flush_points, fsck_bad, stale, lost, garbage;
+	long mtime_bad;
+};
+
+/*
+ * Check one flush point: copy the replay, mount it (recovering the
+ * journal), check the file, unmount, e2fsck -fn.  @synced: the highest
+ * round whose fsync mark is in the log so far, -1 for none; @ready: the
+ * file is complete.  *@mtime: the file's, if it has one.
+ */
+static void check_point(struct __test_metadata *_metadata,
+			struct replay_state *st, struct replay_counts *c,
+			int synced, bool ready, long entry,
+			struct timespec *mtime)
+{
+	char * const fsck[] = { "e2fsck", "-fn", "/dev/mapper/" DM_CHECK,
+				NULL };
+	char mnt[64], path[96];
+	int in, out, fd, i, ret;
+	struct stat sb;
+	off_t pos;
+
+	in = open("/dev/mapper/" DM_REPLAY, O_RDONLY);
+	out = open("/dev/mapper/" DM_CHECK, O_WRONLY);
+	ASSERT_LE(0, in);
+	ASSERT_LE(0, out);
+	for (pos = 0; pos < (off_t)LW_DATA_MB << 20; pos += 1 << 20) {
+		ASSERT_EQ(1 << 20, pread(in, st->buf, 1 << 20, pos));
+		ASSERT_EQ(1 << 20, pwrite(out, st->buf, 1 << 20, pos));
+	}
+	ASSERT_EQ(0, fsync(out));
+	close(in);
+	close(out);
+
+	ret = aio_mount_tmp("/dev/mapper/" DM_CHECK, "ext4", NULL, mnt,
+			    sizeof(mnt));
+	ASSERT_EQ(0, ret) TH_LOG("entry %ld: mount: %s", entry,
+				 strerror(-ret));
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	fd = open(path, O_RDONLY);
+	if (ready)
+		EXPECT_LE(0, fd) TH_LOG("entry %ld: no file", entry);
+	if (fd >= 0) {
+		ASSERT_EQ(0, fstat(fd, &sb));
+		for (i = 0; (off_t)i * BLK < sb.st_size; i++) {
+			ssize_t n = pread(fd, st->buf, BLK, (off_t)i * BLK);
+			int w;
+
+			if (n <= 0)
+				break;
+			if (!memcmp(st->buf, stale_tag, 8) ||
+			    !memcmp(st->buf, old_tag, 8)) {
+				c->stale++;
+				TH_LOG("entry %ld: block %d reads %.8s", entry,
+				       i, st->buf);
+				continue;
+			}
+			for (w = 0; w < NR_WRITES; w++)
+				if (st->off[w] == (off_t)i * BLK)
+					break;
+			if (w < NR_WRITES &&
+			    aio_verify_pattern(st->buf, BLK, st->seed,
+					       st->off[w]) == -1)
+				continue;
+			if (w < NR_WRITES && st->covered_by[w] >= 0 &&
+			    st->covered_by[w] <= synced) {
+				c->lost++;
+				TH_LOG("entry %ld: write %d (block %d), synced by round %d, lost",
+				       entry, w, i, st->covered_by[w]);
+				continue;
+			}
+			if (st->buf[0] || memcmp(st->buf, st->buf + 1, BLK - 1)) {
+				c->garbage++;
+				TH_LOG("entry %ld: block %d holds neither zeroes nor its write",
+				       entry, i);
+			}
+		}
+		*mtime = sb.st_mtim;
+		close(fd);
+	}
+	ASSERT_EQ(0, aio_scratch_umount(mnt));
+	ret = aio_run(fsck);
+	if (ret) {
+		c->fsck_bad++;
+		TH_LOG("entry %ld: e2fsck -fn exit %d", entry, ret);
+	}
+}
+
+/* Replay the log onto DM_REPLAY, checking every flush point. */
+static void replay(struct __test_metadata *_metadata, struct replay_state *st,
+		   struct replay_counts *c)
+{
+	int log = open("/dev/mapper/" DM_LOG, O_RDONLY);
+	int dev = open("/dev/mapper/" DM_REPLAY, O_WRONLY);
+	bool fs = false, ready = false;
+	struct timespec mtime = { 0 };
+	long point = -1;
+	struct lw_super sup;
+	struct lw_entry e;
+	char *sector;
+	int synced = -1;
+	uint64_t i, ss;
+	off_t pos;
+
+	ASSERT_LE(0, log);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ((ssize_t)sizeof(sup), pread(log, &sup, sizeof(sup), 0));
+	ASSERT_EQ(LW_MAGIC, le64toh(sup.magic));
+	ss = le32toh(sup.sectorsize);
+	ASSERT_LE(512ULL, ss);
+	ASSERT_GE((uint64_t)BLK, ss);
+	sector = malloc(ss);
+	ASSERT_NE(NULL, sector);
+	pos = ss;
+	for (i = 0; i < le64toh(sup.nr_entries); i++) {
+		uint64_t flags, len;
+
+		ASSERT_EQ((ssize_t)ss, pread(log, sector, ss, pos));
+		pos += ss;
+		memcpy(&e, sector, sizeof(e));
+		flags = le64toh(e.flags);
+		len = le64toh(e.nr_sectors) * ss;
+		c->entries++;
+		if (flags & LW_MARK) {
+			char name[32] = "";
+			size_t n = le64toh(e.data_len);
+
+			memcpy(name, sector + sizeof(e),
+			       n < sizeof(name) - 1 ? n : sizeof(name) - 1);
+			if (!strcmp(name, "mkfs"))
+				fs = true;
+			else if (!strcmp(name, "ready"))
+				ready = true;
+			else if (!strncmp(name, "fsync", 5))
+				synced = atoi(name + 5);
+			else if (!strcmp(name, "times") &&
+				 (mtime.tv_sec < st->last_mtime.tv_sec ||
+				  (mtime.tv_sec == st->last_mtime.tv_sec &&
+				   mtime.tv_nsec < st->last_mtime.tv_nsec))) {
+				c->mtime_bad++;
+				TH_LOG("flush point at entry %ld: mtime %lld.%09ld, before the unsynced write's %lld.%09ld",
+				       point, (long long)mtime.tv_sec,
+				       mtime.tv_nsec,
+				       (long long)st->last_mtime.tv_sec,
+				       st->last_mtime.tv_nsec);
+			}
+			continue;
+		}
+		/* mkfs and mount are told not to discard: none expected. */
+		EXPECT_EQ(0, !!(flags & LW_DISCARD))
+			TH_LOG("entry %llu: discard", (unsigned long long)i);
+		while (len && !(flags & LW_DISCARD)) {
+			size_t n = len > (1 << 20) ? 1 << 20 : len;
+			off_t at = le64toh(e.sector) * ss +
+				   (le64toh(e.nr_sectors) * ss - len);
+
+			ASSERT_EQ((ssize_t)n, pread(log, st->buf, n, pos));
+			ASSERT_EQ((ssize_t)n, pwrite(dev, st->buf, n, at));
+			pos += n;
+			len -= n;
+		}
+		if ((flags & (LW_FLUSH | LW_FUA)) && fs) {
+			c->flush_points++;
+			point = i;
+			ASSERT_EQ(0, fsync(dev));
+			check_point(_metadata, st, c, synced, ready, i, &mtime);
+		}
+	}
+	free(sector);
+	close(log);
+	close(dev);
+}
+
+TEST_F_TIMEOUT(replay, nowait_writes_survive_every_flush_point,
+	       4 * AIO_DEV_TEST_TIMEOUT)
+{
+	struct replay_state *st = &self->st;
+	struct replay_counts c = { 0 };
+	long splits = -1, refused = -1;
+
+	workload(_metadata, st);
+	if (st->tracing) {
+		splits = aio_trace_count(SPLIT_LINE, "|SPLIT_NOWAIT");
+		refused = aio_trace_count(NOWAIT_LINE, NULL);
+	}
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mnt[0] = '\0';
+	/* Removing the target writes the log's last super block. */
+	ASSERT_EQ(0, aio_dm_remove(DM_LW));
+	st->made[2] = false;
+	replay(_metadata, st, &c);
+
+	TH_LOG("%ld NOWAIT splits tried, %ld refused; %ld log entries, %ld flush points checked",
+	       splits, refused, c.entries, c.flush_points);
+	TH_LOG("e2fsck unclean %ld, STALE/OLD blocks %ld, fsync-covered writes lost %ld, garbage %ld, mtime lost %ld",
+	       c.fsck_bad, c.stale, c.lost, c.garbage, c.mtime_bad);
+	if (st->tracing)
+		EXPECT_LT(refused, splits)
+			TH_LOG("the NOWAIT split did not run");
+	EXPECT_LT(ROUNDS, c.flush_points);
+	EXPECT_EQ(0, c.fsck_bad);
+	EXPECT_EQ(0, c.stale);
+	EXPECT_EQ(0, c.lost);
+	EXPECT_EQ(0, c.garbage);
+	EXPECT_EQ(0, c.mtime_bad);
+}
+
+TEST_HARNESS_MAIN
