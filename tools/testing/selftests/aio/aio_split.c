@@ -1,0 +1,403 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ext4 splits an unwritten extent when a direct write goes into it; under
+ * NOWAIT (io_uring's first try, the AIO offload's inline try) it now does
+ * so without blocking, or refuses and lets a blocking call do it.  The
+ * cases where that split cannot be done in place, or races with others:
+ *
+ *   full_fs_full_leaf
+ *	a filesystem made with -m 0, its reserved clusters at 0, filled up;
+ *	the target extents (two blocks each) sit in full leaves, so that a
+ *	split needs a new block there is none of.  4 KiB writes into their
+ *	first blocks, 16 in flight through io_uring and as many through
+ *	io_submit() (offload on): each either completes (stock ext4 zeroes
+ *	the extent out when the split cannot allocate) or fails with
+ *	ENOSPC; every completed one reads back, the second block of each
+ *	target extent reads zeroes, and e2fsck -fn is clean afterwards.
+ *	That the case is the one meant: no free block left (statvfs), and
+ *	ext4 refused NOWAIT splits for want of room (the
+ *	ext4_dio_nowait_eagain tracepoint, reason allocation).
+ *   mmap_racing_direct_writes
+ *	one unwritten extent: a thread dirties the even 4 KiB blocks
+ *	through a shared mapping and writes them back (sync_file_range())
+ *	while 4 KiB direct writes go into the odd ones through io_uring, so
+ *	that writeback's conversions and the direct writes' splits race on
+ *	one extent; then every block holds what was written to it.
+ *
+ * Both on a default mount and with dioread_lock (whose writeback zeroes
+ * out small extents, ext4's max_zeroout), ext4 only, on a 64 MiB
+ * dm-linear part of the NVMe: the cases are about ext4, and elsewhere
+ * every direct write is handed off before ext4 sees it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <linux/falloc.h>
+#include <linux/io_uring.h>
+
+#include "../kselftest_harness.h"
+#include "aio_util.h"
+
+#define BLK		4096
+#define DEV_MB		64
+#define DM_NAME		"aio-split"
+#define DM_DEV		"/dev/mapper/" DM_NAME
+/* full_fs_full_leaf: two-block extents, two-block holes between. */
+#define TARGETS		1024
+#define IN_FLIGHT	16
+/* mmap_racing_direct_writes */
+#define RACE_BLOCKS	2048		/* 8 MiB, one fallocated extent */
+#define NOWAIT_EVENT	"ext4/ext4_dio_nowait_eagain"
+#define NOWAIT_LINE	"ext4_dio_nowait_eagain:"
+
+struct split_state {
+	char mnt[64];
+	struct aio_uring ring;
+	aio_context_t ctx;
+	char *buf;
+	bool dm, mounted;
+};
+
+FIXTURE(split) {
+	pid_t owner;
+	struct split_state st;
+};
+
+FIXTURE_VARIANT(split) {
+	const char *opts;
+};
+
+FIXTURE_VARIANT_ADD(split, ext4) { .opts = NULL };
+FIXTURE_VARIANT_ADD(split, ext4_dioread_lock) { .opts = "dioread_lock" };
+
+FIXTURE_SETUP(split)
+{
+	struct split_state *st = &self->st;
+	char * const mkfs[] = { "mkfs.ext4", "-F", "-q", "-b", "4096", "-m",
+				"0", "-E", "nodiscard", DM_DEV, NULL };
+	char table[128];
+	uint64_t size;
+	int fd, ret;
+
+	self->owner = getpid();
+	memset(st, 0, sizeof(*st));
+	st->ring.fd = -1;
+	st->buf = aio_alloc_buf(IN_FLIGHT * 2 * BLK);
+	ASSERT_NE(NULL, st->buf);
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1");
+	if (!aio_dev_path())
+		SKIP(return, "AIO_TEST_DEV not set");
+	if (strcmp(aio_dev_class(), "nvme"))
+		SKIP(return, "runs on the NVMe class only");
+	fd = open(aio_dev_path(), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, aio_dev_size(fd, &size));
+	close(fd);
+	if (size < (uint64_t)DEV_MB << 20)
+		SKIP(return, "device too small");
+	ret = aio_uring_init(&st->ring, 2 * IN_FLIGHT);
+	if (ret)
+		SKIP(return, "io_uring: %s", strerror(-ret));
+	ASSERT_EQ(0, sys_io_setup(2 * IN_FLIGHT, &st->ctx));
+	snprintf(table, sizeof(table), "0 %d linear %s 0", DEV_MB << 11,
+		 aio_dev_path());
+	ret = aio_dm_create(DM_NAME, table);
+	if (ret == AIO_MKFS_NOT_FOUND)
+		SKIP(return, "dmsetup not available");
+	ASSERT_EQ(0, ret);
+	st->dm = true;
+	ret = aio_run(mkfs);
+	if (ret == AIO_MKFS_NOT_FOUND)
+		SKIP(return, "mkfs.ext4 not available");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, aio_mount_tmp(DM_DEV, "ext4", variant->opts, st->mnt,
+				   sizeof(st->mnt)));
+	st->mounted = true;
+}
+
+FIXTURE_TEARDOWN(split)
+{
+	struct split_state *st = &self->st;
+
+	if (getpid() != self->owner)
+		return;
+	if (st->ring.fd >= 0)
+		aio_uring_exit(&st->ring);
+	if (st->ctx)
+		sys_io_destroy(st->ctx);
+	if (st->mounted && aio_scratch_umount(st->mnt))
+		TH_LOG("umount %s: %s", st->mnt, strerror(errno));
+	if (st->dm && aio_dm_remove(DM_NAME))
+		TH_LOG("dmsetup remove %s failed", DM_NAME);
+	aio_free_buf(st->buf, IN_FLIGHT * 2 * BLK);
+}
+
+/* /sys/fs/ext4/<dev>/@attr for the filesystem at @mnt, set to @val. */
+static int ext4_sysfs_set(const char *mnt, const char *attr, const char *val)
+{
+	char link[PATH_MAX], path[PATH_MAX + 64];
+	struct stat sb;
+	ssize_t n;
+
+	if (stat(mnt, &sb))
+		return -errno;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
+		 major(sb.st_dev), minor(sb.st_dev));
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -errno;
+	link[n] = '\0';
+	snprintf(path, sizeof(path), "/sys/fs/ext4/%s/%s", basename(link),
+		 attr);
+	return aio_write_file(path, val);
+}
+
+/* Write until ENOSPC, then sync: the filesystem is full. */
+static void fill_up(struct __test_metadata *_metadata, const char *mnt,
+		    char *buf)
+{
+	char path[96];
+	off_t pos = 0;
+	size_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/filler", mnt);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	memset(buf, 0x11, 2 * IN_FLIGHT * BLK);
+	for (len = 2 * IN_FLIGHT * BLK; len >= BLK; len /= 2) {
+		while (pwrite(fd, buf, len, pos) == (ssize_t)len)
+			pos += len;
+		fsync(fd);
+	}
+	close(fd);
+	sync();
+}
+
+/* Reap one completion of either interface: its result and tag. */
+static long long reap(struct __test_metadata *_metadata,
+		      struct split_state *st, bool uring, uint64_t *tag)
+{
+	struct io_uring_cqe cqe;
+	struct io_event ev;
+
+	if (uring) {
+		if (aio_uring_reap(&st->ring, &cqe))
+			return -EIO;
+		*tag = cqe.user_data;
+		return cqe.res;
+	}
+	if (aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC) != 1)
+		return -ETIMEDOUT;
+	*tag = ev.data;
+	return ev.res;
+}
+
+TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
+{
+	struct split_state *st = &self->st;
+	uint64_t seed = aio_new_seed(), tag = 0;
+	long long res[TARGETS];
+	char path[96], *rb;
+	int fd, i, j, done, enospc = 0, ok = 0;
+	bool tracing = false;
+	struct statvfs vfs;
+	long nvcsw;
+
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	ASSERT_LE(0, fd);
+	/* TARGETS two-block extents, two-block holes between: full leaves. */
+	ASSERT_EQ(0, ftruncate(fd, (off_t)TARGETS * 4 * BLK));
+	for (i = 0; i < TARGETS; i++)
+		ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE,
+				       (off_t)i * 4 * BLK, 2 * BLK));
+	ASSERT_EQ(0, fsync(fd));
+	/* No clusters kept back for such splits, and no block left. */
+	ASSERT_EQ(0, ext4_sysfs_set(st->mnt, "reserved_clusters", "0"));
+	fill_up(_metadata, st->mnt, st->buf);
+	ASSERT_EQ(0, statvfs(st->mnt, &vfs));
+	EXPECT_EQ(0UL, vfs.f_bavail) TH_LOG("%llu blocks still free",
+					  (unsigned long long)vfs.f_bavail);
+	tracing = !aio_trace_clear() && !aio_trace_event(NOWAIT_EVENT, true);
+
+	/*
+	 * Into the first block of each target: the split adds an extent to
+	 * a full leaf.  Even targets through io_uring, odd ones through
+	 * io_submit(), IN_FLIGHT of each at a time.
+	 */
+	for (i = 0; i < TARGETS; i += 2 * IN_FLIGHT) {
+		for (j = 0; j < 2 * IN_FLIGHT && i + j < TARGETS; j++) {
+			int t = i + j;
+			char *b = st->buf + j * BLK;
+			off_t off = (off_t)t * 4 * BLK;
+
+			aio_fill_pattern(b, BLK, seed, off);
+			if (t % 2 == 0) {
+				ASSERT_EQ(1, aio_uring_rw_nvcsw(&st->ring,
+						IORING_OP_WRITE, fd, b, BLK,
+						off, t, &nvcsw));
+			} else {
+				struct iocb cb, *list = &cb;
+
+				aio_prep_rw(&cb, IOCB_CMD_PWRITE, fd, b, BLK,
+					    off, t);
+				ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+			}
+		}
+		for (done = 0; done < j; done++) {
+			long long r = reap(_metadata, st, done % 2 == 0, &tag);
+
+			ASSERT_GT((uint64_t)TARGETS, tag);
+			res[tag] = r;
+		}
+	}
+	rb = st->buf;
+	for (i = 0; i < TARGETS; i++) {
+		off_t off = (off_t)i * 4 * BLK;
+
+		if (res[i] == -ENOSPC) {
+			enospc++;
+			continue;
+		}
+		EXPECT_EQ(BLK, res[i]) TH_LOG("write %d: %lld", i, res[i]);
+		if (res[i] != BLK)
+			continue;
+		ok++;
+		memset(rb, 0xa5, 2 * BLK);
+		ASSERT_EQ(2 * BLK, pread(fd, rb, 2 * BLK, off));
+		EXPECT_EQ(-1, aio_verify_pattern(rb, BLK, seed, off))
+			TH_LOG("target %d: the write's data is not there", i);
+		EXPECT_TRUE(!rb[BLK] && !memcmp(rb + BLK, rb + BLK + 1,
+						BLK - 1))
+			TH_LOG("target %d: its second block is not zeroes", i);
+	}
+	if (tracing) {
+		long full = aio_trace_count(NOWAIT_LINE, "reason allocation");
+
+		aio_trace_event(NOWAIT_EVENT, false);
+		TH_LOG("ext4 refused %ld NOWAIT splits for want of room", full);
+		EXPECT_LT(0, full);
+	}
+	TH_LOG("%d writes completed, %d failed with ENOSPC", ok, enospc);
+	EXPECT_LT(0, ok);
+	close(fd);
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mounted = false;
+	{
+		char * const fsck[] = { "e2fsck", "-fn", DM_DEV, NULL };
+
+		EXPECT_EQ(0, aio_run(fsck));
+	}
+}
+
+struct dirtier {
+	char *map;
+	int fd;
+	uint64_t seed;
+	int ret;
+};
+
+/* The even blocks of the mapping, each written back as soon as dirtied. */
+static void *dirty_even(void *arg)
+{
+	struct dirtier *d = arg;
+	int i;
+
+	for (i = 0; i < RACE_BLOCKS; i += 2) {
+		off_t off = (off_t)i * BLK;
+
+		aio_fill_pattern(d->map + off, BLK, d->seed, off);
+		if (sync_file_range(d->fd, off, BLK,
+				    SYNC_FILE_RANGE_WRITE) && !d->ret)
+			d->ret = -errno;
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(split, mmap_racing_direct_writes, AIO_DEV_TEST_TIMEOUT)
+{
+	struct split_state *st = &self->st;
+	struct dirtier d = { 0 };
+	struct io_uring_cqe cqe;
+	char path[96], *rb, *wb;
+	int dfd, i, inflight = 0, bad = 0;
+	uint64_t seed = aio_new_seed();
+	pthread_t thr;
+	long nvcsw;
+
+	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	d.fd = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, d.fd);
+	ASSERT_EQ(0, fallocate(d.fd, 0, 0, (off_t)RACE_BLOCKS * BLK));
+	ASSERT_EQ(0, fsync(d.fd));
+	dfd = open(path, O_RDWR | O_DIRECT);
+	ASSERT_LE(0, dfd);
+	d.map = mmap(NULL, (size_t)RACE_BLOCKS * BLK, PROT_READ | PROT_WRITE,
+		     MAP_SHARED, d.fd, 0);
+	ASSERT_NE(MAP_FAILED, d.map);
+	/* A buffer per write: completions come back in any order. */
+	wb = aio_alloc_buf((size_t)RACE_BLOCKS / 2 * BLK);
+	ASSERT_NE(NULL, wb);
+	d.seed = aio_new_seed();
+	ASSERT_EQ(0, pthread_create(&thr, NULL, dirty_even, &d));
+
+	for (i = 1; i < RACE_BLOCKS; i += 2) {
+		char *b = wb + (size_t)(i / 2) * BLK;
+		off_t off = (off_t)i * BLK;
+
+		if (inflight == 2 * IN_FLIGHT) {
+			ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+			EXPECT_EQ(BLK, cqe.res) TH_LOG("write at %lld: %d",
+				(long long)cqe.user_data, cqe.res);
+			inflight--;
+		}
+		aio_fill_pattern(b, BLK, seed, off);
+		ASSERT_EQ(1, aio_uring_rw_nvcsw(&st->ring, IORING_OP_WRITE, dfd,
+						b, BLK, off, off, &nvcsw));
+		inflight++;
+	}
+	while (inflight--) {
+		ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+		EXPECT_EQ(BLK, cqe.res);
+	}
+	ASSERT_EQ(0, pthread_join(thr, NULL));
+	EXPECT_EQ(0, d.ret) TH_LOG("sync_file_range: %s", strerror(-d.ret));
+	ASSERT_EQ(0, msync(d.map, (size_t)RACE_BLOCKS * BLK, MS_SYNC));
+	munmap(d.map, (size_t)RACE_BLOCKS * BLK);
+	ASSERT_EQ(0, fsync(d.fd));
+	close(d.fd);
+
+	/* From the disk: direct reads, the page cache dropped. */
+	ASSERT_EQ(0, aio_write_file("/proc/sys/vm/drop_caches", "3"));
+	rb = st->buf;
+	for (i = 0; i < RACE_BLOCKS; i++) {
+		off_t off = (off_t)i * BLK;
+
+		ASSERT_EQ(BLK, pread(dfd, rb, BLK, off));
+		if (aio_verify_pattern(rb, BLK, i % 2 ? seed : d.seed,
+				       off) != -1 && bad++ < 8)
+			TH_LOG("block %d holds neither its %s write", i,
+			       i % 2 ? "direct" : "mmap");
+	}
+	EXPECT_EQ(0, bad);
+	close(dfd);
+	aio_free_buf(wb, (size_t)RACE_BLOCKS / 2 * BLK);
+}
+
+TEST_HARNESS_MAIN
