@@ -98,6 +98,7 @@ struct replay_state {
 	uint64_t seed;
 	off_t off[NR_WRITES];	/* distinct blocks of the file */
 	int covered_by[NR_WRITES];	/* round whose fsync covers it, or -1 */
+	bool done[NR_WRITES];		/* its completion was reaped */
 	struct timespec last_mtime;	/* after the unsynced write */
 	bool made[5];		/* DM_DATA, DM_LOG, DM_LW, DM_REPLAY, DM_CHECK */
 	bool tracing;
@@ -244,12 +245,27 @@ FIXTURE_TEARDOWN(replay)
 	aio_free_buf(st->buf, 1 << 20);
 }
 
-/* @n writes from index @first, at most @depth in flight; leave @keep. */
+/* Reap one write: it completed whole. */
+static void reap_one(struct __test_metadata *_metadata,
+		     struct replay_state *st)
+{
+	struct io_uring_cqe cqe;
+
+	ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
+	ASSERT_GT((uint64_t)NR_WRITES, cqe.user_data);
+	ASSERT_EQ(BLK, cqe.res) TH_LOG("write %lld: %d",
+				      (long long)cqe.user_data, cqe.res);
+	st->done[cqe.user_data] = true;
+}
+
+/*
+ * @n writes from index @first, at most 8 in flight; leave @keep in
+ * flight (which ones is up to the device: st->done[] says).
+ */
 static void write_some(struct __test_metadata *_metadata,
 		       struct replay_state *st, int fd, int first, int n,
 		       int keep)
 {
-	struct io_uring_cqe cqe;
 	long nvcsw;
 	int i, done = 0;
 
@@ -260,28 +276,12 @@ static void write_some(struct __test_metadata *_metadata,
 						st->buf + (i % 64) * BLK, BLK,
 						st->off[i], i, &nvcsw));
 		if (i - first + 1 - done > 8) {
-			ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
-			ASSERT_EQ(BLK, cqe.res) TH_LOG("write %lld: %d",
-						      (long long)cqe.user_data,
-						      cqe.res);
+			reap_one(_metadata, st);
 			done++;
 		}
 	}
-	for (; done < n - keep; done++) {
-		ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
-		ASSERT_EQ(BLK, cqe.res);
-	}
-}
-
-static void reap_rest(struct __test_metadata *_metadata,
-		      struct replay_state *st, int n)
-{
-	struct io_uring_cqe cqe;
-
-	while (n--) {
-		ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
-		ASSERT_EQ(BLK, cqe.res);
-	}
+	for (; done < n - keep; done++)
+		reap_one(_metadata, st);
 }
 
 /* The workload on the logged filesystem; the log's marks name rounds. */
@@ -326,6 +326,7 @@ static void workload(struct __test_metadata *_metadata,
 				dup = st->off[j] == st->off[i];
 		} while (dup);
 		st->covered_by[i] = -1;
+		st->done[i] = false;
 	}
 	if (st->tracing)
 		ASSERT_EQ(0, aio_trace_clear());
@@ -334,15 +335,14 @@ static void workload(struct __test_metadata *_metadata,
 
 		write_some(_metadata, st, fd, first, PER_ROUND, IN_FLIGHT);
 		/* What completed before the fsync() is covered by it. */
-		for (i = first; i < first + PER_ROUND - IN_FLIGHT; i++)
-			st->covered_by[i] = r;
-		for (i = 0; i < first; i++)
-			if (st->covered_by[i] < 0)
+		for (i = 0; i < first + PER_ROUND; i++)
+			if (st->done[i] && st->covered_by[i] < 0)
 				st->covered_by[i] = r;
 		ASSERT_EQ(0, fsync(fd));
 		snprintf(mark, sizeof(mark), "fsync%d", r);
 		ASSERT_EQ(0, lw_mark(mark));
-		reap_rest(_metadata, st, IN_FLIGHT);
+		for (i = 0; i < IN_FLIGHT; i++)
+			reap_one(_metadata, st);
 	}
 	/*
 	 * One write no fsync() covers: its mtime must reach the journal.  An
@@ -352,6 +352,7 @@ static void workload(struct __test_metadata *_metadata,
 	 */
 	st->off[NR_WRITES - 1] = st->off[0];
 	st->covered_by[NR_WRITES - 1] = -1;
+	st->done[NR_WRITES - 1] = false;
 	usleep(20 * 1000);
 	write_some(_metadata, st, fd, NR_WRITES - 1, 1, 0);
 	ASSERT_EQ(0, fstat(fd, &sb));
