@@ -77,15 +77,16 @@
 
 /* dm-log-writes' on-disk format (drivers/md/dm-log-writes.c). */
 #define LW_MAGIC	0x6a736677736872ULL
-#define LW_FLUSH	(1 << 0)
-#define LW_FUA		(1 << 1)
-#define LW_DISCARD	(1 << 2)
-#define LW_MARK		(1 << 3)
+#define LW_FLUSH	0x1
+#define LW_FUA		0x2
+#define LW_DISCARD	0x4
+#define LW_MARK		0x8
 
+/* The kernel's is packed: same offsets, no tail padding to read. */
 struct lw_super {
 	uint64_t magic, version, nr_entries;
 	uint32_t sectorsize;
-} __attribute__((packed));
+};
 
 struct lw_entry {
 	uint64_t sector, nr_sectors, flags, data_len;
@@ -265,8 +266,8 @@ static void reap_one(struct __test_metadata *_metadata,
 
 	ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
 	ASSERT_GT((uint64_t)NR_WRITES, cqe.user_data);
-	ASSERT_EQ(BLK, cqe.res) TH_LOG("write %lld: %d",
-				      (long long)cqe.user_data, cqe.res);
+	ASSERT_EQ(BLK, cqe.res)
+		TH_LOG("write %lld: %d", (long long)cqe.user_data, cqe.res);
 	st->done[cqe.user_data] = true;
 }
 
@@ -544,13 +545,14 @@ static void replay(struct __test_metadata *_metadata, struct replay_state *st,
 				c->marks |= 1 << ROUNDS;
 			}
 			if (!strcmp(name, "times") &&
-				 (mtime.tv_sec < st->last_mtime.tv_sec ||
-				  (mtime.tv_sec == st->last_mtime.tv_sec &&
-				   mtime.tv_nsec < st->last_mtime.tv_nsec))) {
+			    (mtime.tv_sec < st->last_mtime.tv_sec ||
+			     (mtime.tv_sec == st->last_mtime.tv_sec &&
+			      mtime.tv_nsec < st->last_mtime.tv_nsec))) {
 				c->mtime_bad++;
-				TH_LOG("flush point at entry %ld: mtime %lld.%09ld, before the unsynced write's %lld.%09ld",
+				TH_LOG("flush point at entry %ld: mtime %lld.%09ld,",
 				       point, (long long)mtime.tv_sec,
-				       mtime.tv_nsec,
+				       mtime.tv_nsec);
+				TH_LOG("  before the unsynced write's %lld.%09ld",
 				       (long long)st->last_mtime.tv_sec,
 				       st->last_mtime.tv_nsec);
 			}
@@ -600,8 +602,10 @@ TEST_F_TIMEOUT(replay, nowait_writes_survive_every_flush_point,
 
 	TH_LOG("%ld NOWAIT splits tried, %ld refused; %ld log entries, %ld flush points checked",
 	       splits, refused, c.entries, c.flush_points);
-	TH_LOG("e2fsck unclean %ld, STALE/OLD blocks %ld, fsync-covered writes lost %ld, garbage %ld, mtime lost %ld",
-	       c.fsck_bad, c.stale, c.lost, c.garbage, c.mtime_bad);
+	TH_LOG("e2fsck unclean %ld, STALE/OLD blocks %ld, garbage %ld,",
+	       c.fsck_bad, c.stale, c.garbage);
+	TH_LOG("fsync-covered writes lost %ld, mtime lost %ld", c.lost,
+	       c.mtime_bad);
 	/* Most writes split without blocking (the first few: depth 0). */
 	if (st->tracing)
 		EXPECT_LE(NR_WRITES / 2, splits - refused)

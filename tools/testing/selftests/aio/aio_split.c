@@ -253,8 +253,8 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, ext4_sysfs_set(st->mnt, "reserved_clusters", "0"));
 	fill_up(_metadata, st->mnt, st->buf);
 	ASSERT_EQ(0, statvfs(st->mnt, &vfs));
-	EXPECT_EQ(0UL, vfs.f_bavail) TH_LOG("%llu blocks still free",
-					  (unsigned long long)vfs.f_bavail);
+	EXPECT_EQ(0UL, vfs.f_bavail)
+		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
 	tracing = !aio_trace_clear() && !aio_trace_event(NOWAIT_EVENT, true);
 
 	/*
@@ -271,8 +271,9 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 			aio_fill_pattern(b, BLK, seed, off);
 			if (t % 2 == 0) {
 				ASSERT_EQ(1, aio_uring_rw_nvcsw(&st->ring,
-						IORING_OP_WRITE, fd, b, BLK,
-						off, t, &nvcsw));
+								IORING_OP_WRITE,
+								fd, b, BLK, off,
+								t, &nvcsw));
 			} else {
 				struct iocb cb, *list = &cb;
 
@@ -416,8 +417,9 @@ TEST_F_TIMEOUT(split, mmap_racing_direct_writes, AIO_DEV_TEST_TIMEOUT)
 			if (++inflight < 2 * IN_FLIGHT)
 				continue;
 			ASSERT_EQ(0, aio_uring_reap(&st->ring, &cqe));
-			EXPECT_EQ(BLK, cqe.res) TH_LOG("write at %lld: %d",
-				(long long)cqe.user_data, cqe.res);
+			EXPECT_EQ(BLK, cqe.res)
+				TH_LOG("write at %lld: %d",
+				       (long long)cqe.user_data, cqe.res);
 			inflight--;
 		}
 		while (inflight--) {
