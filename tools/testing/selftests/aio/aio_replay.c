@@ -92,7 +92,6 @@ struct lw_entry {
 	uint64_t sector, nr_sectors, flags, data_len;
 };
 
-static const char stale_tag[8] = "STALEBLK";
 static const char old_tag[8] = "OLDDATA!";
 
 struct replay_state {
@@ -128,31 +127,6 @@ static int dm_make(struct replay_state *st, int i, const char *table)
 	return ret;
 }
 
-/* Tag every block of @dev (@len bytes) STALE, with its number. */
-static int fill_stale(const char *dev, uint64_t len, char *buf)
-{
-	uint64_t b, nb = 1 << 20;
-	int fd = open(dev, O_WRONLY | O_DIRECT);
-	off_t pos;
-
-	if (fd < 0)
-		return -errno;
-	for (pos = 0; pos < (off_t)len; pos += nb) {
-		memset(buf, 0x5a, nb);
-		for (b = 0; b < nb / BLK; b++) {
-			uint64_t n = pos / BLK + b;
-
-			memcpy(buf + b * BLK, stale_tag, 8);
-			memcpy(buf + b * BLK + 8, &n, 8);
-		}
-		if (pwrite(fd, buf, nb, pos) != (ssize_t)nb) {
-			close(fd);
-			return -EIO;
-		}
-	}
-	return close(fd) ? -errno : 0;
-}
-
 static int lw_mark(const char *name)
 {
 	char * const argv[] = { "dmsetup", "message", DM_LW, "0", "mark",
@@ -167,6 +141,7 @@ FIXTURE_SETUP(replay)
 	char * const mkfs[] = { "mkfs.ext4", "-F", "-q", "-b", "4096", "-E",
 				"nodiscard", "/dev/mapper/" DM_LW, NULL };
 	uint64_t nvme_size, ram_size;
+	const char *why;
 	char table[160];
 	int fd, ret;
 
@@ -175,24 +150,18 @@ FIXTURE_SETUP(replay)
 	st->ring.fd = -1;
 	st->buf = aio_alloc_buf(1 << 20);
 	ASSERT_NE(NULL, st->buf);
-	if (!aio_dev_path())
-		SKIP(return, "AIO_TEST_DEV not set");
 	/* The log and the data split one device; replays need a RAM disk. */
-	if (strcmp(aio_dev_class(), "nvme"))
-		SKIP(return, "runs on the NVMe class only");
-	fd = open(aio_dev_path(), O_RDONLY);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, aio_dev_size(fd, &nvme_size));
-	close(fd);
+	why = aio_dev_unfit("nvme", 4ULL * LW_DATA_MB << 20, &nvme_size);
+	if (why)
+		SKIP(return, "%s", why);
 	fd = open(RAM_DEV, O_RDONLY);
 	if (fd < 0)
 		SKIP(return, "%s: %s (CONFIG_BLK_DEV_RAM)", RAM_DEV,
 		     strerror(errno));
 	ASSERT_EQ(0, aio_dev_size(fd, &ram_size));
 	close(fd);
-	if (nvme_size < 4ULL * LW_DATA_MB << 20 ||
-	    ram_size < 2ULL * LW_DATA_MB << 20)
-		SKIP(return, "devices too small");
+	if (ram_size < 2ULL * LW_DATA_MB << 20)
+		SKIP(return, "%s too small", RAM_DEV);
 	ret = aio_uring_init(&st->ring, 64);
 	if (ret)
 		SKIP(return, "io_uring: %s", strerror(-ret));
@@ -215,10 +184,10 @@ FIXTURE_SETUP(replay)
 	ASSERT_EQ(0, dm_make(st, 4, table));
 
 	/* The same starting state on the logged device and the replay. */
-	ASSERT_EQ(0, fill_stale("/dev/mapper/" DM_DATA,
-				(uint64_t)LW_DATA_MB << 20, st->buf));
-	ASSERT_EQ(0, fill_stale("/dev/mapper/" DM_REPLAY,
-				(uint64_t)LW_DATA_MB << 20, st->buf));
+	ASSERT_EQ(0, aio_fill_stale("/dev/mapper/" DM_DATA,
+				    (uint64_t)LW_DATA_MB << 20));
+	ASSERT_EQ(0, aio_fill_stale("/dev/mapper/" DM_REPLAY,
+				    (uint64_t)LW_DATA_MB << 20));
 	snprintf(table, sizeof(table), "0 %d log-writes /dev/mapper/%s /dev/mapper/%s",
 		 LW_DATA_MB << 11, DM_DATA, DM_LOG);
 	ret = dm_make(st, 2, table);
@@ -444,7 +413,7 @@ static void check_point(struct __test_metadata *_metadata,
 				       entry, i, n, strerror(errno));
 				break;
 			}
-			if (!memcmp(st->buf, stale_tag, 8) ||
+			if (aio_is_stale(st->buf) ||
 			    !memcmp(st->buf, old_tag, 8)) {
 				c->stale++;
 				TH_LOG("entry %ld: block %d reads %.8s", entry,

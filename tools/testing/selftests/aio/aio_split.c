@@ -17,6 +17,15 @@
  *	That the case is the one meant: no free block left (statvfs), and
  *	ext4 refused NOWAIT splits for want of room (the
  *	ext4_dio_nowait_eagain tracepoint, reason allocation).
+ *   quota_full_leaf
+ *	the same writes on a filesystem with room (-O quota, mounted
+ *	usrquota) whose file belongs to a user at its block hard limit, set
+ *	with quotactl(2) after the fallocate; the test drops
+ *	CAP_SYS_RESOURCE (which overrides hard limits) after io_setup(), so
+ *	a split cannot allocate: each write completes all the same (zeroed
+ *	out on EDQUOT), reads back, the second blocks read zeroes, e2fsck is
+ *	clean, and the user's usage never passed the limit - a worker that
+ *	split with the io_setup() caller's credentials would have passed it.
  *   mmap_racing_direct_writes
  *	one unwritten extent in a leaf: a thread dirties the even 4 KiB
  *	blocks of a chunk through a shared mapping (MADV_RANDOM: no
@@ -49,6 +58,9 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <sys/quota.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <linux/falloc.h>
 #include <linux/io_uring.h>
 
@@ -69,6 +81,7 @@
 #define SPLIT_EVENT	"ext4/ext4_ext_handle_unwritten_extents"
 #define SPLIT_LINE	"ext4_ext_handle_unwritten_extents:"
 #define RACE_CHUNK	64		/* blocks the two threads take at a time */
+#define QUOTA_UID	4242
 
 struct split_state {
 	char mnt[64];
@@ -90,14 +103,33 @@ FIXTURE_VARIANT(split) {
 FIXTURE_VARIANT_ADD(split, ext4) { .opts = NULL };
 FIXTURE_VARIANT_ADD(split, ext4_dioread_lock) { .opts = "dioread_lock" };
 
+/* mkfs.ext4 the dm device (with -O @features, or none) and mount it. */
+static int make_fs(struct split_state *st, const char *features,
+		   const char *opts)
+{
+	char * const mkfs[] = { "mkfs.ext4", "-F", "-q", "-b", "4096", "-m",
+				"0", "-E", "nodiscard",
+				/* without features, argv ends here */
+				features ? "-O" : DM_DEV,
+				features ? (char *)features : NULL,
+				DM_DEV, NULL };
+	int ret;
+
+	ret = aio_run(mkfs);
+	if (ret)
+		return ret;
+	ret = aio_mount_tmp(DM_DEV, "ext4", opts, st->mnt, sizeof(st->mnt));
+	st->mounted = !ret;
+	return ret;
+}
+
 FIXTURE_SETUP(split)
 {
 	struct split_state *st = &self->st;
-	char * const mkfs[] = { "mkfs.ext4", "-F", "-q", "-b", "4096", "-m",
-				"0", "-E", "nodiscard", DM_DEV, NULL };
+	const char *why;
 	char table[128];
 	uint64_t size;
-	int fd, ret;
+	int ret;
 
 	self->owner = getpid();
 	memset(st, 0, sizeof(*st));
@@ -106,16 +138,9 @@ FIXTURE_SETUP(split)
 	ASSERT_NE(NULL, st->buf);
 	if (aio_offload_enabled() != 1)
 		SKIP(return, "needs fs.aio-offload=1");
-	if (!aio_dev_path())
-		SKIP(return, "AIO_TEST_DEV not set");
-	if (strcmp(aio_dev_class(), "nvme"))
-		SKIP(return, "runs on the NVMe class only");
-	fd = open(aio_dev_path(), O_RDONLY);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, aio_dev_size(fd, &size));
-	close(fd);
-	if (size < (uint64_t)DEV_MB << 20)
-		SKIP(return, "device too small");
+	why = aio_dev_unfit("nvme", (uint64_t)DEV_MB << 20, &size);
+	if (why)
+		SKIP(return, "%s", why);
 	ret = aio_uring_init(&st->ring, 2 * IN_FLIGHT);
 	if (ret)
 		SKIP(return, "io_uring: %s", strerror(-ret));
@@ -128,21 +153,11 @@ FIXTURE_SETUP(split)
 	ASSERT_EQ(0, ret);
 	st->dm = true;
 	/* Not zeroes: an extent marked written but never zeroed shows. */
-	fd = open(DM_DEV, O_WRONLY | O_DIRECT);
-	ASSERT_LE(0, fd);
-	memset(st->buf, 0x5a, IN_FLIGHT * 2 * BLK);
-	for (off_t pos = 0; pos < (off_t)DEV_MB << 20;
-	     pos += IN_FLIGHT * 2 * BLK)
-		ASSERT_EQ(IN_FLIGHT * 2 * BLK,
-			  pwrite(fd, st->buf, IN_FLIGHT * 2 * BLK, pos));
-	close(fd);
-	ret = aio_run(mkfs);
+	ASSERT_EQ(0, aio_fill_stale(DM_DEV, (uint64_t)DEV_MB << 20));
+	ret = make_fs(st, NULL, variant->opts);
 	if (ret == AIO_MKFS_NOT_FOUND)
 		SKIP(return, "mkfs.ext4 not available");
 	ASSERT_EQ(0, ret);
-	ASSERT_EQ(0, aio_mount_tmp(DM_DEV, "ext4", variant->opts, st->mnt,
-				   sizeof(st->mnt)));
-	st->mounted = true;
 }
 
 /* _PARENT teardown: see the note in aio_util.h */
@@ -227,41 +242,54 @@ static long long reap(struct __test_metadata *_metadata,
 	return ev.res;
 }
 
-TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
+/* TARGETS two-block extents, two-block holes between: full leaves. */
+static int make_targets(struct __test_metadata *_metadata,
+			struct split_state *st)
 {
-	struct split_state *st = &self->st;
-	uint64_t seed = aio_new_seed(), tag = 0;
-	long long res[TARGETS];
-	char path[96], *rb;
-	int fd, i, j, done, enospc = 0, ok = 0;
-	bool tracing = false;
-	struct statvfs vfs;
-	long nvcsw;
+	char path[96];
+	int fd, i;
 
-	for (i = 0; i < TARGETS; i++)
-		res[i] = -EINPROGRESS;
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
 	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
-	ASSERT_LE(0, fd);
-	/* TARGETS two-block extents, two-block holes between: full leaves. */
-	ASSERT_EQ(0, ftruncate(fd, (off_t)TARGETS * 4 * BLK));
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)TARGETS * 4 * BLK))
+		goto fail;
 	for (i = 0; i < TARGETS; i++)
-		ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE,
-				       (off_t)i * 4 * BLK, 2 * BLK));
-	ASSERT_EQ(0, fsync(fd));
-	/* No clusters kept back for such splits, and no block left. */
-	ASSERT_EQ(0, ext4_sysfs_set(st->mnt, "reserved_clusters", "0"));
-	fill_up(_metadata, st->mnt, st->buf);
-	ASSERT_EQ(0, statvfs(st->mnt, &vfs));
-	EXPECT_EQ(0UL, vfs.f_bavail)
-		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
-	tracing = !aio_trace_clear() && !aio_trace_event(NOWAIT_EVENT, true);
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)i * 4 * BLK,
+			      2 * BLK))
+			goto fail;
+	if (fsync(fd))
+		goto fail;
+	return fd;
+fail:
+	i = -errno;
+	close(fd);
+	return i;
+}
 
-	/*
-	 * Into the first block of each target: the split adds an extent to
-	 * a full leaf.  Even targets through io_uring, odd ones through
-	 * io_submit(), IN_FLIGHT of each at a time.
-	 */
+/*
+ * 4 KiB writes into the first block of each target, so that the split
+ * adds an extent to a full leaf: even targets through io_uring, odd ones
+ * through io_submit(), IN_FLIGHT of each at a time.  Each must complete
+ * and read back, and the target's second block read zeroes.  How many
+ * NOWAIT splits ext4 refused for want of room goes to *full (-1: not
+ * traced).
+ */
+static void write_targets(struct __test_metadata *_metadata,
+			  struct split_state *st, int fd, long *full)
+{
+	uint64_t seed = aio_new_seed(), tag = 0;
+	long long res[TARGETS];
+	int i, j, done, enospc = 0, ok = 0;
+	bool tracing;
+	char *rb;
+	long nvcsw;
+
+	*full = -1;
+	for (i = 0; i < TARGETS; i++)
+		res[i] = -EINPROGRESS;
+	tracing = !aio_trace_clear() && !aio_trace_event(NOWAIT_EVENT, true);
 	for (i = 0; i < TARGETS; i += 2 * IN_FLIGHT) {
 		for (j = 0; j < 2 * IN_FLIGHT && i + j < TARGETS; j++) {
 			int t = i + j;
@@ -289,15 +317,20 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 			res[tag] = r;
 		}
 	}
+	if (tracing) {
+		*full = aio_trace_count(NOWAIT_LINE, "reason allocation");
+		aio_trace_event(NOWAIT_EVENT, false);
+	}
 	rb = st->buf;
 	for (i = 0; i < TARGETS; i++) {
 		off_t off = (off_t)i * 4 * BLK;
 
 		/*
-		 * Not even ENOSPC: the blocking split zeroes the extent out
-		 * when it cannot allocate (the targets are inside i_size).
+		 * Not even ENOSPC or EDQUOT: the blocking split zeroes the
+		 * extent out when it cannot allocate (the targets are inside
+		 * i_size).
 		 */
-		if (res[i] == -ENOSPC)
+		if (res[i] == -ENOSPC || res[i] == -EDQUOT)
 			enospc++;
 		EXPECT_EQ(BLK, res[i]) TH_LOG("write %d: %lld", i, res[i]);
 		if (res[i] != BLK)
@@ -311,24 +344,123 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 						BLK - 1))
 			TH_LOG("target %d: its second block is not zeroes", i);
 	}
-	if (tracing) {
-		long full = aio_trace_count(NOWAIT_LINE, "reason allocation");
-
-		aio_trace_event(NOWAIT_EVENT, false);
-		TH_LOG("ext4 refused %ld NOWAIT splits for want of room", full);
-		/* Of the 512 io_uring writes (the offload's are alike). */
-		EXPECT_LE(TARGETS / 16, full);
-	}
-	TH_LOG("%d writes completed, %d failed with ENOSPC", ok, enospc);
+	TH_LOG("%d writes completed, %d failed with ENOSPC or EDQUOT", ok,
+	       enospc);
+	TH_LOG("ext4 refused %ld NOWAIT splits for want of room", *full);
 	EXPECT_LT(0, ok);
-	close(fd);
+}
+
+/* Unmounted, e2fsck -fn finds nothing to fix. */
+static void umount_fsck(struct __test_metadata *_metadata,
+			struct split_state *st)
+{
+	char * const fsck[] = { "e2fsck", "-fn", DM_DEV, NULL };
+
 	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
 	st->mounted = false;
-	{
-		char * const fsck[] = { "e2fsck", "-fn", DM_DEV, NULL };
+	EXPECT_EQ(0, aio_run(fsck));
+}
 
-		EXPECT_EQ(0, aio_run(fsck));
-	}
+TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
+{
+	struct split_state *st = &self->st;
+	struct statvfs vfs;
+	long full;
+	int fd;
+
+	fd = make_targets(_metadata, st);
+	ASSERT_LE(0, fd) TH_LOG("targets: %s", strerror(-fd));
+	/* No clusters kept back for such splits, and no block left. */
+	ASSERT_EQ(0, ext4_sysfs_set(st->mnt, "reserved_clusters", "0"));
+	fill_up(_metadata, st->mnt, st->buf);
+	ASSERT_EQ(0, statvfs(st->mnt, &vfs));
+	EXPECT_EQ(0UL, vfs.f_bavail)
+		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
+	write_targets(_metadata, st, fd, &full);
+	/* Of the 512 io_uring writes (the offload's are alike). */
+	if (full >= 0)
+		EXPECT_LE(TARGETS / 16, full);
+	close(fd);
+	umount_fsck(_metadata, st);
+}
+
+/* @uid's block usage and hard limit, in bytes: 0 or -errno. */
+static int quota_get(const char *dev, uid_t uid, uint64_t *used,
+		     uint64_t *limit)
+{
+	struct dqblk dq;
+
+	if (quotactl(QCMD(Q_GETQUOTA, USRQUOTA), dev, uid, (caddr_t)&dq))
+		return -errno;
+	*used = dq.dqb_curspace;
+	*limit = dq.dqb_bhardlimit << 10;	/* in 1 KiB units */
+	return 0;
+}
+
+/* Drop CAP_SYS_RESOURCE from the effective set: 0 or -errno. */
+static int drop_sys_resource(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &=
+		~CAP_TO_MASK(CAP_SYS_RESOURCE);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+TEST_F_TIMEOUT(split, quota_full_leaf, AIO_DEV_TEST_TIMEOUT)
+{
+	struct split_state *st = &self->st;
+	uint64_t used = 0, limit = 0;
+	char opts[64];
+	struct dqblk dq;
+	long full;
+	int fd, ret;
+
+	/* The fixture's filesystem, remade with quota, limits enforced. */
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mounted = false;
+	snprintf(opts, sizeof(opts), "usrquota%s%s",
+		 variant->opts ? "," : "", variant->opts ? variant->opts : "");
+	ret = make_fs(st, "quota", opts);
+	if (ret > 0 && ret != AIO_MKFS_NOT_FOUND)
+		SKIP(return, "no quota feature here (mkfs or mount: %d)", ret);
+	ASSERT_EQ(0, ret) TH_LOG("mkfs -O quota, mount -o %s: %d", opts, ret);
+
+	fd = make_targets(_metadata, st);
+	ASSERT_LE(0, fd) TH_LOG("targets: %s", strerror(-fd));
+	ASSERT_EQ(0, fchown(fd, QUOTA_UID, QUOTA_UID));
+	/* The owner's hard limit is what it uses now: no block more. */
+	ASSERT_EQ(0, quota_get(DM_DEV, QUOTA_UID, &used, &limit));
+	memset(&dq, 0, sizeof(dq));
+	dq.dqb_bhardlimit = used >> 10;
+	dq.dqb_bsoftlimit = used >> 10;
+	dq.dqb_valid = QIF_BLIMITS;
+	ASSERT_EQ(0, quotactl(QCMD(Q_SETQUOTA, USRQUOTA), DM_DEV, QUOTA_UID,
+			      (caddr_t)&dq));
+	/*
+	 * After io_setup(): requests from here on carry credentials other
+	 * than the pool's, so the offload's workers must take them.
+	 */
+	ASSERT_EQ(0, drop_sys_resource());
+	/* The limit bites: one more block is refused. */
+	EXPECT_EQ(-1, fallocate(fd, 0, (off_t)TARGETS * 4 * BLK, BLK));
+	EXPECT_EQ(EDQUOT, errno);
+
+	write_targets(_metadata, st, fd, &full);
+	if (full >= 0)
+		EXPECT_LE(TARGETS / 16, full);
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+	ASSERT_EQ(0, quota_get(DM_DEV, QUOTA_UID, &used, &limit));
+	TH_LOG("user %d: %llu of %llu bytes", QUOTA_UID,
+	       (unsigned long long)used, (unsigned long long)limit);
+	EXPECT_GE(limit, used);
+	umount_fsck(_metadata, st);
 }
 
 struct dirtier {

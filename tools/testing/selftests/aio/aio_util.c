@@ -268,6 +268,67 @@ int aio_dev_size(int fd, uint64_t *size)
 	return 0;
 }
 
+const char *aio_dev_unfit(const char *cls, uint64_t min_bytes,
+			  uint64_t *size)
+{
+	int fd;
+
+	*size = 0;
+	if (!aio_dev_path())
+		return "AIO_TEST_DEV not set";
+	if (cls && strcmp(aio_dev_class(), cls))
+		return "runs on another device class only";
+	if (!cls && !aio_dev_holds_data())
+		return "the device does not store data";
+	fd = open(aio_dev_path(), O_RDONLY);
+	if (fd < 0)
+		return "cannot open AIO_TEST_DEV";
+	if (aio_dev_size(fd, size))
+		*size = 0;
+	close(fd);
+	return *size < min_bytes ? "device too small" : NULL;
+}
+
+int aio_fill_stale(const char *dev, uint64_t len)
+{
+	const size_t chunk = 1 << 20;
+	uint64_t pos, b;
+	char *buf;
+	int fd, ret = 0;
+
+	buf = aio_alloc_buf(chunk);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(dev, O_WRONLY | O_DIRECT);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	memset(buf, 0x5a, chunk);
+	for (pos = 0; pos < len && !ret; pos += chunk) {
+		size_t n = len - pos < chunk ? len - pos : chunk;
+
+		for (b = 0; b < n / AIO_STALE_BLK; b++) {
+			uint64_t nr = pos / AIO_STALE_BLK + b;
+
+			memcpy(buf + b * AIO_STALE_BLK, AIO_STALE_TAG, 8);
+			memcpy(buf + b * AIO_STALE_BLK + 8, &nr, 8);
+		}
+		if (pwrite(fd, buf, n, pos) != (ssize_t)n)
+			ret = -EIO;
+	}
+	if (close(fd) && !ret)
+		ret = -errno;
+out:
+	aio_free_buf(buf, chunk);
+	return ret;
+}
+
+bool aio_is_stale(const void *block)
+{
+	return !memcmp(block, AIO_STALE_TAG, 8);
+}
+
 int aio_dev_lbs(int fd, int *lbs)
 {
 	if (ioctl(fd, BLKSSZGET, lbs))
