@@ -46,7 +46,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <linux/falloc.h>
 #include <linux/io_uring.h>
 
@@ -97,8 +99,9 @@ FIXTURE_SETUP(race)
 
 	self->owner = getpid();
 	self->ring.fd = -1;
-	why = aio_dev_unfit("nvme", (uint64_t)DEV_MB << 20, &size);
-	if (why)
+	ret = aio_dev_fit("nvme", (uint64_t)DEV_MB << 20, &size, &why);
+	ASSERT_LE(0, ret) TH_LOG("%s: %s", aio_dev_path(), strerror(-ret));
+	if (ret)
 		SKIP(return, "%s", why);
 	ret = aio_uring_init(&self->ring, 2 * IN_FLIGHT);
 	if (ret)
@@ -113,8 +116,10 @@ FIXTURE_SETUP(race)
 	self->dm = true;
 	ASSERT_EQ(0, aio_fill_stale(DM_DEV, (uint64_t)DEV_MB << 20));
 	ret = aio_run(is_ext4 ? ext4 : xfs);
-	if (ret == AIO_MKFS_NOT_FOUND)
+	if (ret == AIO_MKFS_NOT_FOUND) {
+		aio_dm_remove(DM_NAME);
 		SKIP(return, "mkfs.%s not available", variant->fstype);
+	}
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(0, aio_mount_tmp(DM_DEV, variant->fstype, NULL, self->mnt,
 				   sizeof(self->mnt)));
@@ -218,6 +223,7 @@ static void *read_appends(void *arg)
 		r->err = errno ? errno : ENOMEM;
 		goto out;
 	}
+	errno = 0;
 	while (pos < (off_t)APPENDS * BLK) {
 		bool uring = r->reads % 2;
 		uint64_t tag;
@@ -228,13 +234,14 @@ static void *read_appends(void *arg)
 		memset(buf, 0xa5, BLK);
 		if (submit_one(ctx, &ring, uring, IOCB_CMD_PREAD, fd, buf, BLK,
 			       pos, pos) != 1) {
-			r->err = errno;
+			r->err = errno ? errno : EIO;
 			break;
 		}
 		res = reap_one(ctx, &ring, uring, &tag);
 		r->reads++;
 		if (res == 0) {
 			r->eofs++;
+			sched_yield();	/* let the writer on, on one CPU */
 			continue;
 		}
 		if (res != BLK ||
@@ -296,9 +303,8 @@ TEST_F_TIMEOUT(race, appends_racing_reads, AIO_DEV_TEST_TIMEOUT)
 	TH_LOG("%ld reads: %ld saw an append, %ld EOF, %ld wrong", r.reads,
 	       r.hits, r.eofs, r.bad);
 	EXPECT_EQ(0, r.bad);
-	/* The reads raced: some found the next block not yet there. */
+	/* Reads found appends (EOF reads, the race, are timing: logged). */
 	EXPECT_LT(0, r.hits);
-	EXPECT_LT(0, r.eofs);
 
 	ASSERT_EQ(0, fstat(fd, &sb));
 	EXPECT_EQ((off_t)APPENDS * BLK, sb.st_size);
@@ -344,7 +350,8 @@ static void *punch_odd_chunks(void *arg)
 			p->err = errno;
 			break;
 		}
-		if (++p->punches % 16)
+		/* From the first round on: a short run must truncate too. */
+		if (++p->punches % 16 != 1)
 			continue;
 		/* The tail away and back, fallocated again. */
 		if (ftruncate(p->fd, (off_t)PUNCH_BLOCKS * BLK) ||
@@ -494,7 +501,7 @@ TEST_F_TIMEOUT(race, subblock_unaligned, AIO_DEV_TEST_TIMEOUT)
 	long bad_rounds = 0, writes = 0;
 	unsigned int rnd = seed;
 	char *model, *wb, *rb;
-	struct stat sb;
+	struct statvfs vfs;
 
 	fd = open(aio_dev_path(), O_RDONLY);
 	ASSERT_LE(0, fd);
@@ -509,8 +516,8 @@ TEST_F_TIMEOUT(race, subblock_unaligned, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_TRUE(model && wb && rb);
 	fd = open(self->path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, fstat(fd, &sb));
-	ASSERT_EQ(BLK, sb.st_blksize);
+	ASSERT_EQ(0, fstatvfs(fd, &vfs));
+	ASSERT_EQ((unsigned long)BLK, vfs.f_bsize);
 	ASSERT_EQ(0, ftruncate(fd, (off_t)SUB_ROUNDS * span));
 
 	for (r = 0; r < SUB_ROUNDS; r++) {

@@ -151,8 +151,9 @@ FIXTURE_SETUP(replay)
 	st->buf = aio_alloc_buf(1 << 20);
 	ASSERT_NE(NULL, st->buf);
 	/* The log and the data split one device; replays need a RAM disk. */
-	why = aio_dev_unfit("nvme", 4ULL * LW_DATA_MB << 20, &nvme_size);
-	if (why)
+	ret = aio_dev_fit("nvme", 4ULL * LW_DATA_MB << 20, &nvme_size, &why);
+	ASSERT_LE(0, ret) TH_LOG("%s: %s", aio_dev_path(), strerror(-ret));
+	if (ret)
 		SKIP(return, "%s", why);
 	fd = open(RAM_DEV, O_RDONLY);
 	if (fd < 0)

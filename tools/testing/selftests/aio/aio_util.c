@@ -268,25 +268,39 @@ int aio_dev_size(int fd, uint64_t *size)
 	return 0;
 }
 
-const char *aio_dev_unfit(const char *cls, uint64_t min_bytes,
-			  uint64_t *size)
+int aio_dev_fit(const char *cls, uint64_t min_bytes, uint64_t *size,
+		const char **why)
 {
-	int fd;
+	static char reason[64];
+	int fd, ret;
 
 	*size = 0;
-	if (!aio_dev_path())
-		return "AIO_TEST_DEV not set";
-	if (cls && strcmp(aio_dev_class(), cls))
-		return "runs on another device class only";
-	if (!cls && !aio_dev_holds_data())
-		return "the device does not store data";
+	*why = reason;
+	if (!aio_dev_path()) {
+		snprintf(reason, sizeof(reason), "AIO_TEST_DEV not set");
+		return 1;
+	}
+	if (cls && strcmp(aio_dev_class(), cls)) {
+		snprintf(reason, sizeof(reason), "runs on the %s class only", cls);
+		return 1;
+	}
+	if (!cls && !aio_dev_holds_data()) {
+		snprintf(reason, sizeof(reason), "the device does not store data");
+		return 1;
+	}
 	fd = open(aio_dev_path(), O_RDONLY);
 	if (fd < 0)
-		return "cannot open AIO_TEST_DEV";
-	if (aio_dev_size(fd, size))
-		*size = 0;
+		return -errno;
+	ret = aio_dev_size(fd, size);
 	close(fd);
-	return *size < min_bytes ? "device too small" : NULL;
+	if (ret)
+		return ret;
+	if (*size < min_bytes) {
+		snprintf(reason, sizeof(reason), "device too small (%llu MiB)",
+			 (unsigned long long)(*size >> 20));
+		return 1;
+	}
+	return 0;
 }
 
 int aio_fill_stale(const char *dev, uint64_t len)
@@ -396,7 +410,14 @@ int aio_dm_create(const char *name, const char *table)
 				(char *)table, NULL };
 	/* Without udev (the rig's guest) nobody else makes /dev/mapper/NAME. */
 	char * const mknodes[] = { "dmsetup", "mknodes", (char *)name, NULL };
-	int ret = aio_run(argv);
+	int ret;
+
+	/*
+	 * One left by a test whose setup failed after making it (the
+	 * harness runs no teardown then) would fail every later test.
+	 */
+	aio_dm_remove(name);
+	ret = aio_run(argv);
 
 	return ret ? ret : aio_run(mknodes);
 }

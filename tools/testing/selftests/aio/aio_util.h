@@ -130,17 +130,20 @@ bool aio_on_rig(void);
 int aio_dev_size(int fd, uint64_t *size);
 int aio_dev_lbs(int fd, int *lbs);
 /*
- * Why the scratch device cannot serve a test that needs class @cls (NULL:
- * any class whose device stores data) and at least @min_bytes: a reason
- * to SKIP with, or NULL if it fits.  Its size goes to *size.
+ * Whether the scratch device can serve a test that needs class @cls
+ * (NULL: any class whose device stores data) and at least @min_bytes:
+ * 0 if so, 1 if not (*why: a reason to SKIP with), -errno if it cannot
+ * be opened or sized (a broken setup, for the caller to fail on).  Its
+ * size goes to *size.
  */
-const char *aio_dev_unfit(const char *cls, uint64_t min_bytes,
-			  uint64_t *size);
+int aio_dev_fit(const char *cls, uint64_t min_bytes, uint64_t *size,
+		const char **why);
 
 /*
  * Stale data: aio_fill_stale() writes the first @len bytes of block
  * device @dev so that every 4 KiB block starts with AIO_STALE_TAG and its
- * block number (the rest 0x5a).  A file block that reads back with the
+ * block number (the rest 0x5a); @len is a multiple of 4 KiB (O_DIRECT).
+ * A file block that reads back with the
  * tag exposes what was on the device before (aio_is_stale()): a write's
  * extent marked written before its data landed, or never zeroed.
  * 0 or -errno.
