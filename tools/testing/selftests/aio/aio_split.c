@@ -322,6 +322,8 @@ static void write_targets(struct __test_metadata *_metadata,
 	}
 	if (tracing) {
 		*full = aio_trace_count(NOWAIT_LINE, "reason allocation");
+		TH_LOG("ext4 refused %ld NOWAIT writes in all",
+		       aio_trace_count(NOWAIT_LINE, NULL));
 		aio_trace_event(NOWAIT_EVENT, false);
 	}
 	rb = st->buf;
@@ -380,9 +382,13 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(0UL, vfs.f_bavail)
 		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
 	write_targets(_metadata, st, fd, &full);
-	/* Of the 512 io_uring writes (the offload's are alike). */
+	/*
+	 * Some: how many depends on timing, as a write refused for its lock
+	 * or the journal first, or held behind a handed-off one, never gets
+	 * to the leaf (a debug kernel saw 50 of 1024).
+	 */
 	if (full >= 0)
-		EXPECT_LE(TARGETS / 16, full);
+		EXPECT_LT(0, full);
 	close(fd);
 	umount_fsck(_metadata, st);
 }
@@ -460,7 +466,7 @@ TEST_F_TIMEOUT(split, quota_full_leaf, AIO_DEV_TEST_TIMEOUT)
 
 	write_targets(_metadata, st, fd, &full);
 	if (full >= 0)
-		EXPECT_LE(TARGETS / 16, full);
+		EXPECT_LT(0, full);
 	ASSERT_EQ(0, fsync(fd));
 	close(fd);
 	ASSERT_EQ(0, quota_get(DM_DEV, QUOTA_UID, &used, &limit));
