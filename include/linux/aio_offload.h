@@ -63,11 +63,12 @@ struct aio_cgroup;
  *		it is still queued or being issued, and then holds up
  *		nothing (an fsync: it follows the writes submitted before
  *		it, not the ones in flight, and nothing waits for it)
- * @pos:	first byte the request touches
- * @end:	one past its last byte (LLONG_MAX: to the end of the file)
+ * @pos:	first byte the request is ordered by
+ * @end:	one past its last one (LLONG_MAX: to the end of the file)
  * @held:	an exclusive request a worker started; aio_pool_complete()
  *		must be called when it completes
- * @hold:	entry in its key's list of held requests
+ * @hold:	entry in its key's list of queued requests, then, once a
+ *		worker started it, of held ones
  * @order:	the pool's order entry for @key, while the pool has it
  */
 struct aio_offload_work {

@@ -33,7 +33,10 @@
  * issues a batch from one thread, so overlapping direct writes reach the
  * device in order; workers on several CPUs would not, so a write also
  * holds its byte range until it completes, and requests overlapping it
- * wait for that.
+ * wait for that.  A new request that overlaps nothing queued or held on
+ * its file need not wait at all (aio_pool_conflict()): fs/aio.c makes
+ * the ranges cover what a request's effect reaches (an extending write,
+ * the end of the file).
  *
  * Nothing a program handed over is dropped: only io_cancel() cancels
  * (what no worker has started).  A pool drains, running its queue to the
@@ -92,6 +95,8 @@
  * @queued_writers: of those, writes
  * @readers:	reads being issued by workers
  * @writer:	a write is being issued by a worker
+ * @waiting:	requests queued, oldest first: what aio_pool_conflict()
+ *		walks instead of the pool's whole queue
  * @held:	writes started and not completed
  * @blocked:	the aio_pool_take() pass in which the oldest queued request
  *		could not start: the younger ones wait for it
@@ -112,6 +117,7 @@ struct aio_pool_order {
 	unsigned int		queued_writers;
 	unsigned int		readers;
 	bool			writer;
+	struct list_head	waiting;
 	struct list_head	held;
 	u64			blocked;
 	struct rcu_head		rcu;
@@ -208,6 +214,7 @@ static void aio_pool_order_init(struct aio_pool_order *o, const void *key)
 	o->readers = 0;
 	o->blocked = 0;
 	o->writer = false;
+	INIT_LIST_HEAD(&o->waiting);
 	INIT_LIST_HEAD(&o->held);
 }
 
@@ -246,8 +253,8 @@ static bool aio_pool_in_fallback(struct aio_pool *pool, const void *key)
 
 	if (!pool->fallback.refs)
 		return false;
-	list_for_each_entry(w, &pool->queue, node)
-		if (w->key == key && w->order == &pool->fallback)
+	list_for_each_entry(w, &pool->fallback.waiting, hold)
+		if (w->key == key)
 			return true;
 	list_for_each_entry(w, &pool->fallback.held, hold)
 		if (w->key == key)
@@ -438,6 +445,7 @@ found:
 	list_del_init(&work->node);
 	/* Its reference for being queued is now for being issued. */
 	if (work->key) {
+		list_del(&work->hold);
 		aio_pool_count_queued(work, -1);
 		if (work->barrier) {
 			/* Nothing to hold. */
@@ -758,8 +766,10 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
 	queued = !pool->dead;
 	if (queued) {
 		list_add_tail(&work->node, &pool->queue);
-		if (work->key)
+		if (work->key) {
 			aio_pool_order_get(pool, work);
+			list_add_tail(&work->hold, &work->order->waiting);
+		}
 		aio_pool_count_queued(work, 1);
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
@@ -774,11 +784,11 @@ bool aio_pool_queue(struct aio_pool *pool, struct aio_offload_work *work)
  * @key: the key
  * @shared: the request could run alongside other @shared ones
  *
- * True if requests with @key that the new one must not overtake are
+ * True if requests with @key that the new one may have to wait for are
  * queued or running: any, for an exclusive request; exclusive ones, for
  * a shared one (reads may pass reads).  A write counts as running until
- * it completes, whatever its range.  Such a request should be queued
- * with @key instead of being tried inline.  Lockless but while the
+ * it completes.  The cheap first test: only then does the caller need
+ * aio_pool_conflict(), which looks at ranges.  Lockless but while the
  * fallback entry is in use: what the calling thread queued itself is
  * seen; what others queue at the same time is not ordered against it
  * anyway.
@@ -817,11 +827,13 @@ bool aio_pool_busy(struct aio_pool *pool, const void *key, bool shared)
  * @end: one past its last byte
  * @shared: it is a read
  *
- * The exact form of aio_pool_busy(), for a request that may not wait
- * (the user's RWF_NOWAIT): true if a write with @key overlapping
- * [@pos, @end) is queued or not yet completed, or, for a write, a read
- * with @key is queued over the range or one is being issued.  Barriers
- * (fsync) conflict with nothing.
+ * The exact form of aio_pool_busy(): true if a write with @key
+ * overlapping [@pos, @end) is queued or not yet completed, or, for a
+ * write, a read with @key is queued over the range or one is being
+ * issued.  Barriers (fsync) conflict with nothing.  A request that
+ * conflicts with nothing may be issued at once: what it would pass is
+ * disjoint from it, as stock's requests in flight together are.  Walks
+ * the requests of @key only.
  *
  * Context: any; takes the pool lock.
  */
@@ -845,7 +857,7 @@ bool aio_pool_conflict(struct aio_pool *pool, const void *key, loff_t pos,
 			break;
 		ret = w->key == key && w->pos < end && pos < w->end;
 	}
-	list_for_each_entry(w, &pool->queue, node) {
+	list_for_each_entry(w, &o->waiting, hold) {
 		if (ret)
 			break;
 		ret = w->key == key && !w->barrier && (!shared || !w->shared) &&
@@ -876,8 +888,10 @@ bool aio_pool_cancel(struct aio_pool *pool, struct aio_offload_work *work)
 	if (queued) {
 		list_del_init(&work->node);
 		aio_pool_count_queued(work, -1);
-		if (work->key)
+		if (work->key) {
+			list_del(&work->hold);
 			aio_pool_order_put(pool, work->order);
+		}
 	}
 	spin_unlock_irqrestore(&pool->lock, flags);
 	/* Requests it held back may be able to start now. */
@@ -938,6 +952,8 @@ void aio_pool_requeue(struct aio_pool *pool, struct aio_offload_work *work)
 		/* Only writes, which a worker ran (held), come back. */
 		aio_pool_order_get(pool, work);
 	}
+	if (work->key)
+		list_add(&work->hold, &work->order->waiting);
 	list_add(&work->node, &pool->queue);
 	aio_pool_count_queued(work, 1);
 	spin_unlock_irqrestore(&pool->lock, flags);

@@ -21,8 +21,18 @@
  *                                   before it on the file.
  *   append_holds_the_whole_file     a read of the end of the file waits
  *                                   for an O_APPEND write in flight before
- *                                   it, whatever offset the iocb gave.
+ *                                   it, whatever offset the iocb gave;
+ *   read_across_eof_waits_for_extending_write
+ *                                   a read across the end of the file
+ *                                   waits for a queued write that extends
+ *                                   the file past a gap, and returns the
+ *                                   new size's bytes, not a short count.
  * And what must not wait:
+ *   direct_requests_pass_by_range   while a worker holds an O_DIRECT write
+ *                                   (it waits in a userfaultfd fault),
+ *                                   O_DIRECT reads and writes of other
+ *                                   blocks of the file complete; only the
+ *                                   write and read of its block wait;
  *   fsync_does_not_hold_later_writes  O_DIRECT writes submitted after a
  *                                   slow fdatasync (log on dm-delay)
  *                                   complete before it, as in stock.
@@ -102,6 +112,14 @@
 #define DM_FS		"aio-order-fs"
 #define DM_LOG		"aio-order-log"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
+/* direct_requests_pass_by_range: iocbs and where they go */
+#define PASS_NR		16
+#define PASS_RD		32		/* first block the reads read */
+#define PASS_OW		(2 * PASS_NR)	/* the write of the held block */
+#define PASS_OR		(2 * PASS_NR + 1) /* and the read of it */
+#define PASS_REQS	(2 * PASS_NR + 2)
+#define PASS_WAIT_SEC	10
+#define EOF_WAIT_SEC	3
 
 struct order_state {
 	aio_context_t ctx;
@@ -525,7 +543,7 @@ TEST_F_TIMEOUT(order, buffered_write_one_call, 300)
 	buf1 = root_stat("punt_buffered");
 	ord1 = root_stat("punt_ordered");
 	inl1 = root_stat("inline");
-	/* The first goes as buffered, the rest behind it. */
+	/* Each as buffered, or behind an earlier one as ordered. */
 	EXPECT_LE(1, buf1 - buf0);
 	EXPECT_EQ(ONE_CALL_NR, buf1 - buf0 + ord1 - ord0);
 	EXPECT_EQ(0, inl1 - inl0) TH_LOG("buffered writes tried inline");
@@ -1509,6 +1527,242 @@ TEST_F_TIMEOUT(order, append_holds_the_whole_file, 300)
 					 FILE_LEN))
 		TH_LOG("the append did not land at the end");
 	close(afd);
+}
+
+/*
+ * Start an O_DSYNC O_DIRECT write of block @blk from a userfaultfd buffer:
+ * O_DSYNC goes to a worker without a NOWAIT try, and the worker then
+ * holds the write, waiting in the fault, until the test fills the buffer.
+ * 1 once it waits there, 0 if it never faulted, -1 if io_submit() failed.
+ */
+static int start_held_write(struct order_state *st, struct aio_uffd *u,
+			    struct iocb *cb, off_t blk, uint64_t data)
+{
+	struct iocb *list = cb;
+
+	aio_prep_rw(cb, IOCB_CMD_PWRITE, st->fd, u->region, BLK, blk * BLK,
+		    data);
+	cb->aio_rw_flags = RWF_DSYNC;
+	if (sys_io_submit(st->ctx, 1, &list) != 1)
+		return -1;
+	return aio_uffd_wait_fault(u, PASS_WAIT_SEC * 1000);
+}
+
+/*
+ * The order holds a request back only behind what it overlaps.  Stock
+ * has O_DIRECT requests to different blocks in flight together, issued
+ * one after the other, and so must the offload: a write held by a worker
+ * (start_held_write(), block 0) keeps back a later write and read of its
+ * own block (aio.stat punt_ordered) and nothing else: reads and writes
+ * of other blocks complete while it waits.  On XFS an O_DIRECT write that
+ * must update the timestamps answers -EAGAIN under NOWAIT (6.12), so such
+ * writes go to workers, which start a file's writes one at a time: they
+ * are counted, not required.  Once the held write is let go, the later
+ * write of its block lands after it, and the read returns that.
+ */
+TEST_F_TIMEOUT(order, direct_requests_pass_by_range, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb wcb, cbs[PASS_REQS], *list[PASS_REQS];
+	struct io_event ev[PASS_REQS + 1];
+	char *rbuf = st->buf + PASS_NR * BLK;
+	char *obuf = st->buf + 2 * PASS_NR * BLK;
+	int i, faulted, early_r = 0, early_w = 0, early_held = 0, wrong = 0;
+	long long ord0, ord1;
+	uint64_t seed, rseed, oseed;
+	struct aio_uffd u;
+	const char *skip;
+	long submitted, got, late;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
+	seed = aio_new_seed();
+	rseed = aio_new_seed();
+	oseed = aio_new_seed();
+	/* What the reads will find: blocks PASS_RD.. hold rseed's pattern. */
+	aio_fill_pattern(rbuf, PASS_NR * BLK, rseed, PASS_RD * BLK);
+	ASSERT_EQ(PASS_NR * BLK,
+		  pwrite(st->fd, rbuf, PASS_NR * BLK, PASS_RD * BLK));
+
+	/* Writes of blocks 2.., reads of PASS_RD.., a write and read of 0. */
+	aio_fill_pattern(st->buf, PASS_NR * BLK, seed, 2 * BLK);
+	for (i = 0; i < PASS_NR; i++) {
+		aio_prep_rw(&cbs[i], IOCB_CMD_PWRITE, st->fd, st->buf + i * BLK,
+			    BLK, (off_t)(2 + i) * BLK, i);
+		memset(rbuf + i * BLK, POISON_BYTE, BLK);
+		aio_prep_rw(&cbs[PASS_NR + i], IOCB_CMD_PREAD, st->fd,
+			    rbuf + i * BLK, BLK, (off_t)(PASS_RD + i) * BLK,
+			    PASS_NR + i);
+	}
+	aio_fill_pattern(obuf, BLK, oseed, 0);
+	aio_prep_rw(&cbs[PASS_OW], IOCB_CMD_PWRITE, st->fd, obuf, BLK, 0,
+		    PASS_OW);
+	memset(obuf + BLK, POISON_BYTE, BLK);
+	aio_prep_rw(&cbs[PASS_OR], IOCB_CMD_PREAD, st->fd, obuf + BLK, BLK, 0,
+		    PASS_OR);
+	for (i = 0; i < PASS_REQS; i++)
+		list[i] = &cbs[i];
+
+	ord0 = root_stat("punt_ordered");
+	faulted = start_held_write(st, &u, &wcb, 0, PASS_REQS);
+	submitted = faulted == 1 ? sys_io_submit(st->ctx, PASS_REQS, list) : -1;
+	/* What completes while the write is held. */
+	got = submitted == PASS_REQS ?
+	      aio_reap(st->ctx, ev, 2 * PASS_NR, PASS_WAIT_SEC) : 0;
+	ord1 = root_stat("punt_ordered");
+	for (i = 0; i < got; i++) {
+		if (ev[i].data < PASS_NR)
+			early_w++;
+		else if (ev[i].data < 2 * PASS_NR)
+			early_r++;
+		else
+			early_held++;
+		if (ev[i].res != BLK)
+			wrong++;
+	}
+
+	/* Let the held write go, whatever happened, so that it completes. */
+	aio_fill_pattern(obuf + 2 * BLK, BLK, seed, 0);
+	EXPECT_EQ(0, aio_uffd_fill(&u, obuf + 2 * BLK));
+	late = faulted < 0 ? 0 : 1 + (submitted > 0 ? submitted : 0) - got;
+	ASSERT_EQ(late, aio_reap(st->ctx, ev, late, 60));
+	aio_uffd_destroy(&u);
+
+	ASSERT_EQ(1, faulted) TH_LOG("the O_DSYNC write did not fault");
+	ASSERT_EQ(PASS_REQS, submitted)
+		TH_LOG("io_submit: %s", strerror(errno));
+	for (i = 0; i < late; i++)
+		if (ev[i].res != BLK)
+			wrong++;
+	TH_LOG("%s: while the write was held: %d of %d writes, %d of %d reads of other blocks",
+	       st->fstype, early_w, PASS_NR, early_r, PASS_NR);
+	EXPECT_EQ(0, wrong) TH_LOG("%d requests did not move one block", wrong);
+	EXPECT_EQ(0, early_held)
+		TH_LOG("a request on the held write's block overtook it");
+	EXPECT_EQ(PASS_NR, early_r)
+		TH_LOG("reads of other blocks waited for the held write");
+	if (!strcmp(st->fstype, "ext4"))
+		EXPECT_EQ(PASS_NR, early_w)
+			TH_LOG("writes of other blocks waited for the held write");
+	if (ord0 >= 0)
+		EXPECT_EQ(2, ord1 - ord0)
+			TH_LOG("punt_ordered +%lld: only block 0's 2 wait",
+			       ord1 - ord0);
+
+	/* Read back: each write where it went, the later one on block 0. */
+	EXPECT_EQ(-1, aio_verify_pattern(obuf + BLK, BLK, oseed, 0))
+		TH_LOG("the read of block 0 did not return the write before it");
+	EXPECT_EQ(-1, aio_verify_pattern(rbuf, PASS_NR * BLK, rseed,
+					 PASS_RD * BLK));
+	ASSERT_EQ(BLK, pread(st->fd, obuf, BLK, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(obuf, BLK, oseed, 0))
+		TH_LOG("block 0 does not hold the later write");
+	ASSERT_EQ(PASS_NR * BLK, pread(st->fd, rbuf, PASS_NR * BLK, 2 * BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(rbuf, PASS_NR * BLK, seed, 2 * BLK));
+}
+
+/*
+ * A write that extends the file holds everything from the old end of the
+ * file on, not only its own blocks: stock finished a write that had to
+ * wait before it looked at the next iocb, so a read across the old end
+ * of the file, submitted after an extending write past a gap, returned
+ * the new size's bytes (the gap reads as zeros), not a short count.
+ * The extending write (O_DSYNC, so queued) waits behind a held write of
+ * block 0, which also lets a read of another block pass both.
+ */
+TEST_F_TIMEOUT(order, read_across_eof_waits_for_extending_write, 300)
+{
+	struct order_state *st = &self->st;
+	struct iocb wcb, cbs[3], *list[3];
+	struct io_event ev[4];
+	char *xbuf = st->buf + 4 * BLK;
+	int i, faulted, early_r = 0, early_x = 0;
+	uint64_t seed, xseed, oseed;
+	long submitted, got, late;
+	struct aio_uffd u;
+	const char *skip;
+	struct stat sb;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	i = aio_uffd_create(&u, BLK);
+	if (i)
+		SKIP(return, "userfaultfd: %s", strerror(-i));
+	oseed = aio_new_seed();
+	seed = aio_new_seed();
+	xseed = aio_new_seed();
+	/* The last block of the file and block 5 hold oseed's pattern. */
+	aio_fill_pattern(st->buf, BLK, oseed, FILE_LEN - BLK);
+	ASSERT_EQ(BLK, pwrite(st->fd, st->buf, BLK, FILE_LEN - BLK));
+	aio_fill_pattern(st->buf, BLK, oseed, 5 * BLK);
+	ASSERT_EQ(BLK, pwrite(st->fd, st->buf, BLK, 5 * BLK));
+
+	/* Extend past a one-block gap; read across EOF; read block 5. */
+	aio_fill_pattern(xbuf, BLK, xseed, FILE_LEN + BLK);
+	aio_prep_rw(&cbs[0], IOCB_CMD_PWRITE, st->fd, xbuf, BLK,
+		    FILE_LEN + BLK, 0);
+	cbs[0].aio_rw_flags = RWF_DSYNC;
+	memset(st->buf, POISON_BYTE, 3 * BLK);
+	aio_prep_rw(&cbs[1], IOCB_CMD_PREAD, st->fd, st->buf, 2 * BLK,
+		    FILE_LEN - BLK, 1);
+	aio_prep_rw(&cbs[2], IOCB_CMD_PREAD, st->fd, st->buf + 2 * BLK, BLK,
+		    5 * BLK, 2);
+	for (i = 0; i < 3; i++)
+		list[i] = &cbs[i];
+
+	faulted = start_held_write(st, &u, &wcb, 0, 3);
+	submitted = faulted == 1 ? sys_io_submit(st->ctx, 3, list) : -1;
+	/* The read of block 5 comes at once; wait a while for any other. */
+	got = submitted == 3 ? aio_reap(st->ctx, ev, 3, EOF_WAIT_SEC) : 0;
+	for (i = 0; i < got; i++) {
+		if (ev[i].data == 2 && ev[i].res == BLK)
+			early_r++;
+		else
+			early_x++;
+	}
+
+	aio_fill_pattern(xbuf + BLK, BLK, seed, 0);
+	EXPECT_EQ(0, aio_uffd_fill(&u, xbuf + BLK));
+	late = faulted < 0 ? 0 : 1 + (submitted > 0 ? submitted : 0) - got;
+	ASSERT_EQ(late, aio_reap(st->ctx, ev, late, 60));
+	aio_uffd_destroy(&u);
+
+	ASSERT_EQ(1, faulted) TH_LOG("the O_DSYNC write did not fault");
+	ASSERT_EQ(3, submitted) TH_LOG("io_submit: %s", strerror(errno));
+	EXPECT_EQ(1, early_r)
+		TH_LOG("the read of block 5 waited for the held write");
+	EXPECT_EQ(0, early_x)
+		TH_LOG("a request behind the held write completed early");
+	for (i = 0; i < late; i++) {
+		long long want = ev[i].data == 1 ? 2 * BLK : BLK;
+
+		EXPECT_EQ(want, ev[i].res)
+			TH_LOG("iocb %llu: res %lld (1: across EOF, 2 blocks)",
+			       (unsigned long long)ev[i].data,
+			       (long long)ev[i].res);
+	}
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, oseed, FILE_LEN - BLK));
+	for (i = 0; i < BLK; i++)
+		if (st->buf[BLK + i])
+			break;
+	EXPECT_EQ(BLK, i) TH_LOG("the gap did not read as zeros at %d", i);
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + 2 * BLK, BLK, oseed,
+					 5 * BLK));
+	ASSERT_EQ(0, fstat(st->fd, &sb));
+	EXPECT_EQ(FILE_LEN + 2 * BLK, sb.st_size);
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, FILE_LEN + BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, xseed, FILE_LEN + BLK));
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, 0));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed, 0));
 }
 
 TEST_HARNESS_MAIN
