@@ -93,7 +93,6 @@ FIXTURE_SETUP(race)
 	char * const xfs[] = { "mkfs.xfs", "-f", "-q", "-K", DM_DEV, NULL };
 	bool is_ext4 = !strcmp(variant->fstype, "ext4");
 	const char *why;
-	char table[128];
 	uint64_t size;
 	int ret;
 
@@ -107,9 +106,7 @@ FIXTURE_SETUP(race)
 	if (ret)
 		SKIP(return, "io_uring: %s", strerror(-ret));
 	ASSERT_EQ(0, sys_io_setup(2 * IN_FLIGHT, &self->ctx));
-	snprintf(table, sizeof(table), "0 %d linear %s 0", DEV_MB << 11,
-		 aio_dev_path());
-	ret = aio_dm_create(DM_NAME, table);
+	ret = aio_dm_linear(DM_NAME, aio_dev_path(), 0, (uint64_t)DEV_MB << 20);
 	if (ret == AIO_MKFS_NOT_FOUND)
 		SKIP(return, "dmsetup not available");
 	ASSERT_EQ(0, ret);
@@ -175,26 +172,6 @@ static long submit_one(aio_context_t ctx, struct aio_uring *ring, bool uring,
 	return sys_io_submit(ctx, 1, &list);
 }
 
-/* The next completion of that interface: its result, its tag in *tag. */
-static long long reap_one(aio_context_t ctx, struct aio_uring *ring,
-			  bool uring, uint64_t *tag)
-{
-	struct io_uring_cqe cqe;
-	struct io_event ev;
-
-	*tag = UINT64_MAX;
-	if (uring) {
-		if (aio_uring_reap(ring, &cqe))
-			return -EIO;
-		*tag = cqe.user_data;
-		return cqe.res;
-	}
-	if (aio_reap(ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC) != 1)
-		return -ETIMEDOUT;
-	*tag = ev.data;
-	return ev.res;
-}
-
 struct reader {
 	const char *path;
 	uint64_t seed;
@@ -237,7 +214,7 @@ static void *read_appends(void *arg)
 			r->err = errno ? errno : EIO;
 			break;
 		}
-		res = reap_one(ctx, &ring, uring, &tag);
+		res = aio_reap_either(ctx, &ring, uring, &tag);
 		r->reads++;
 		if (res == 0) {
 			r->eofs++;
@@ -294,7 +271,7 @@ TEST_F_TIMEOUT(race, appends_racing_reads, AIO_DEV_TEST_TIMEOUT)
 		ASSERT_EQ(1, submit_one(self->ctx, &self->ring, uring,
 					IOCB_CMD_PWRITE, uring ? fd : afd, buf,
 					BLK, uring ? off : 0, i));
-		res = reap_one(self->ctx, &self->ring, uring, &tag);
+		res = aio_reap_either(self->ctx, &self->ring, uring, &tag);
 		ASSERT_EQ(BLK, res) TH_LOG("append %d: %lld", i, res);
 	}
 	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
@@ -412,7 +389,7 @@ TEST_F_TIMEOUT(race, writes_racing_punch, AIO_DEV_TEST_TIMEOUT)
 					IOCB_CMD_PWRITE, fd, buf, BLK, off, b));
 		if (++inflight[uring] < IN_FLIGHT / 2)
 			continue;
-		res = reap_one(self->ctx, &self->ring, uring, &tag);
+		res = aio_reap_either(self->ctx, &self->ring, uring, &tag);
 		ASSERT_GT((uint64_t)nblocks, tag);
 		EXPECT_EQ(BLK, res) TH_LOG("write to block %llu: %lld",
 					   (unsigned long long)tag, res);
@@ -421,8 +398,8 @@ TEST_F_TIMEOUT(race, writes_racing_punch, AIO_DEV_TEST_TIMEOUT)
 	}
 	for (i = 0; i < 2; i++)
 		while (inflight[i]--) {
-			long long res = reap_one(self->ctx, &self->ring, i,
-						 &tag);
+			long long res = aio_reap_either(self->ctx,
+							&self->ring, i, &tag);
 
 			ASSERT_GT((uint64_t)nblocks, tag);
 			EXPECT_EQ(BLK, res);
@@ -551,8 +528,8 @@ TEST_F_TIMEOUT(race, subblock_unaligned, AIO_DEV_TEST_TIMEOUT)
 		}
 		for (i = 0; i < 2; i++)
 			while (inflight[i]--) {
-				long long res = reap_one(self->ctx, &self->ring,
-							 i, &tag);
+				long long res = aio_reap_either(self->ctx,
+							&self->ring, i, &tag);
 
 				ASSERT_GT((uint64_t)n, tag);
 				EXPECT_EQ(len[tag] * SECT, res)

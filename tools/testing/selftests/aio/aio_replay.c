@@ -56,6 +56,7 @@
 
 #define BLK		4096
 #define LW_DATA_MB	32
+#define LW_DATA		((uint64_t)LW_DATA_MB << 20)
 #define FILE_BLOCKS	1024		/* 4 MiB, fallocated */
 #define OLD_BLOCKS	1024		/* 4 MiB, written, then deleted */
 #define ROUNDS		8
@@ -127,6 +128,16 @@ static int dm_make(struct replay_state *st, int i, const char *table)
 	return ret;
 }
 
+/* dm_make() of a dm-linear: @len bytes of @dev from byte @start. */
+static int dm_linear(struct replay_state *st, int i, const char *dev,
+		     uint64_t start, uint64_t len)
+{
+	int ret = aio_dm_linear(dm_names[i], dev, start, len);
+
+	st->made[i] = !ret;
+	return ret;
+}
+
 static int lw_mark(const char *name)
 {
 	char * const argv[] = { "dmsetup", "message", DM_LW, "0", "mark",
@@ -167,22 +178,14 @@ FIXTURE_SETUP(replay)
 	if (ret)
 		SKIP(return, "io_uring: %s", strerror(-ret));
 
-	snprintf(table, sizeof(table), "0 %d linear %s 0",
-		 LW_DATA_MB << 11, aio_dev_path());
-	ret = dm_make(st, 0, table);
+	ret = dm_linear(st, 0, aio_dev_path(), 0, LW_DATA);
 	if (ret == AIO_MKFS_NOT_FOUND)
 		SKIP(return, "dmsetup not available");
 	ASSERT_EQ(0, ret);
-	snprintf(table, sizeof(table), "0 %llu linear %s %d",
-		 (unsigned long long)(nvme_size >> 9) - (LW_DATA_MB << 11),
-		 aio_dev_path(), LW_DATA_MB << 11);
-	ASSERT_EQ(0, dm_make(st, 1, table));
-	snprintf(table, sizeof(table), "0 %d linear %s 0", LW_DATA_MB << 11,
-		 RAM_DEV);
-	ASSERT_EQ(0, dm_make(st, 3, table));
-	snprintf(table, sizeof(table), "0 %d linear %s %d", LW_DATA_MB << 11,
-		 RAM_DEV, LW_DATA_MB << 11);
-	ASSERT_EQ(0, dm_make(st, 4, table));
+	ASSERT_EQ(0, dm_linear(st, 1, aio_dev_path(), LW_DATA,
+			       nvme_size - LW_DATA));
+	ASSERT_EQ(0, dm_linear(st, 3, RAM_DEV, 0, LW_DATA));
+	ASSERT_EQ(0, dm_linear(st, 4, RAM_DEV, LW_DATA, LW_DATA));
 
 	/* The same starting state on the logged device and the replay. */
 	ASSERT_EQ(0, aio_fill_stale("/dev/mapper/" DM_DATA,

@@ -127,7 +127,6 @@ FIXTURE_SETUP(split)
 {
 	struct split_state *st = &self->st;
 	const char *why;
-	char table[128];
 	uint64_t size;
 	int ret;
 
@@ -146,9 +145,7 @@ FIXTURE_SETUP(split)
 	if (ret)
 		SKIP(return, "io_uring: %s", strerror(-ret));
 	ASSERT_EQ(0, sys_io_setup(2 * IN_FLIGHT, &st->ctx));
-	snprintf(table, sizeof(table), "0 %d linear %s 0", DEV_MB << 11,
-		 aio_dev_path());
-	ret = aio_dm_create(DM_NAME, table);
+	ret = aio_dm_linear(DM_NAME, aio_dev_path(), 0, (uint64_t)DEV_MB << 20);
 	if (ret == AIO_MKFS_NOT_FOUND)
 		SKIP(return, "dmsetup not available");
 	ASSERT_EQ(0, ret);
@@ -225,26 +222,6 @@ static void fill_up(struct __test_metadata *_metadata, const char *mnt,
 	sync();
 }
 
-/* Reap one completion of either interface: its result and tag. */
-static long long reap(struct __test_metadata *_metadata,
-		      struct split_state *st, bool uring, uint64_t *tag)
-{
-	struct io_uring_cqe cqe;
-	struct io_event ev;
-
-	*tag = UINT64_MAX;
-	if (uring) {
-		if (aio_uring_reap(&st->ring, &cqe))
-			return -EIO;
-		*tag = cqe.user_data;
-		return cqe.res;
-	}
-	if (aio_reap(st->ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC) != 1)
-		return -ETIMEDOUT;
-	*tag = ev.data;
-	return ev.res;
-}
-
 /* TARGETS two-block extents, two-block holes between: full leaves. */
 static int make_targets(struct __test_metadata *_metadata,
 			struct split_state *st)
@@ -314,7 +291,8 @@ static void write_targets(struct __test_metadata *_metadata,
 			}
 		}
 		for (done = 0; done < j; done++) {
-			long long r = reap(_metadata, st, done % 2 == 0, &tag);
+			long long r = aio_reap_either(st->ctx, &st->ring,
+						      done % 2 == 0, &tag);
 
 			ASSERT_GT((uint64_t)TARGETS, tag);
 			res[tag] = r;

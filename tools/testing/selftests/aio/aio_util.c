@@ -422,6 +422,17 @@ int aio_dm_create(const char *name, const char *table)
 	return ret ? ret : aio_run(mknodes);
 }
 
+int aio_dm_linear(const char *name, const char *dev, uint64_t start,
+		  uint64_t len)
+{
+	char table[PATH_MAX + 64];
+
+	snprintf(table, sizeof(table), "0 %llu linear %s %llu",
+		 (unsigned long long)(len >> 9), dev,
+		 (unsigned long long)(start >> 9));
+	return aio_dm_create(name, table);
+}
+
 int aio_dm_remove(const char *name)
 {
 	char * const argv[] = { "dmsetup", "remove", "--retry", (char *)name,
@@ -939,6 +950,25 @@ int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe)
 	*cqe = r->cqes[head & r->cq_mask];
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+long long aio_reap_either(aio_context_t ctx, struct aio_uring *ring,
+			  bool uring, uint64_t *tag)
+{
+	struct io_uring_cqe cqe;
+	struct io_event ev;
+
+	*tag = UINT64_MAX;
+	if (uring) {
+		if (aio_uring_reap(ring, &cqe))
+			return -EIO;
+		*tag = cqe.user_data;
+		return cqe.res;
+	}
+	if (aio_reap(ctx, &ev, 1, AIO_REAP_TIMEOUT_SEC) != 1)
+		return -ETIMEDOUT;
+	*tag = ev.data;
+	return ev.res;
 }
 
 #define AIO_TRACING	"/sys/kernel/tracing"

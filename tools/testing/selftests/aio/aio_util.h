@@ -166,6 +166,9 @@ int aio_mkfs(const char *dev, const char *fstype);
 /* dmsetup create NAME --table TABLE / dmsetup remove: as aio_run(). */
 int aio_dm_create(const char *name, const char *table);
 int aio_dm_remove(const char *name);
+/* A dm-linear NAME of @len bytes of @dev from byte @start: as aio_run(). */
+int aio_dm_linear(const char *name, const char *dev, uint64_t start,
+		  uint64_t len);
 /*
  * Mount an existing filesystem on a new directory under /tmp (written to
  * mnt), with mount options opts (or NULL): 0 or -errno.
@@ -271,6 +274,12 @@ int aio_uring_rw_nvcsw(struct aio_uring *r, int op, int fd, void *buf,
 		       size_t len, off_t off, uint64_t data, long *nvcsw);
 /* Wait for and take the next completion: 0 or -errno. */
 int aio_uring_reap(struct aio_uring *r, struct io_uring_cqe *cqe);
+/*
+ * The next completion of io_uring (@uring) or of AIO context @ctx: its
+ * result (-EIO, -ETIMEDOUT if none came), its tag in *tag.
+ */
+long long aio_reap_either(aio_context_t ctx, struct aio_uring *ring,
+			  bool uring, uint64_t *tag);
 
 /*
  * Tracepoints (tracefs, mounted if need be): enable or disable an event
