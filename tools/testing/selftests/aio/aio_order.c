@@ -74,7 +74,11 @@
  *                                   punt_buffered), never a NOWAIT try
  *                                   that a worker finishes;
  *   read_to_eof_is_final            a cached read that stops at EOF is
- *                                   complete inline: no worker hop.
+ *                                   complete inline: no worker hop;
+ *   reflink_subblock_write_one_call a sub-block direct write to a
+ *                                   reflinked XFS file, which XFS redoes
+ *                                   as a buffered write, is handed off
+ *                                   whole, not tried under NOWAIT.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -93,6 +97,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <linux/blkzoned.h>
+
+#ifndef FICLONE
+#define FICLONE		_IOW(0x94, 9, int)
+#endif
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
@@ -1549,6 +1557,83 @@ TEST_F_TIMEOUT(order, append_holds_the_whole_file, 300)
 					 FILE_LEN))
 		TH_LOG("the append did not land at the end");
 	close(afd);
+}
+
+/*
+ * XFS cannot write a sub-block range of a reflinked file as direct I/O:
+ * it redoes the write as a buffered one.  Under NOWAIT that buffered
+ * write could stop part way, and a worker would write the rest in a
+ * second call (a reader could see half of it, timestamps run twice), so
+ * XFS must answer -EAGAIN there and the write go to a worker whole:
+ * nothing completes inline (aio.stat).  One write after another, as
+ * XFS answers -EAGAIN under NOWAIT anyway when the c/mtime must change
+ * (once per clock tick): most writes come within the tick of the one
+ * before.  The last write lands, the clone keeps the old data.  Runs
+ * where FICLONE works (XFS).
+ */
+#define SUB_LEN		512
+#define SUB_NR		64
+
+TEST_F_TIMEOUT(order, reflink_subblock_write_one_call, 300)
+{
+	struct order_state *st = &self->st;
+	char path[sizeof(st->mnt) + 8];
+	struct iocb cb, *list = &cb;
+	long long inl0, inl1;
+	struct io_event ev;
+	uint64_t a, b = 0;
+	const char *skip;
+	int cfd, i, bad = 0;
+
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1");
+	if (root_stat("inline") < 0)
+		SKIP(return, "no %s", ROOT_STAT);
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		SKIP(return, "%s", skip);
+	a = aio_new_seed();
+	b = aio_new_seed();
+	aio_fill_pattern(st->buf, 2 * BLK, a, 0);
+	ASSERT_EQ(2 * BLK, pwrite(st->fd, st->buf, 2 * BLK, 0));
+	snprintf(path, sizeof(path), "%s/c", st->mnt);
+	cfd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	ASSERT_LE(0, cfd);
+	if (ioctl(cfd, FICLONE, st->fd)) {
+		close(cfd);
+		SKIP(return, "FICLONE on %s: %s", st->fstype, strerror(errno));
+	}
+
+	inl0 = root_stat("inline");
+	for (i = 0; i < SUB_NR; i++) {
+		b = aio_new_seed();
+		aio_fill_pattern(st->buf, SUB_LEN, b, BLK + SUB_LEN);
+		aio_prep_rw(&cb, IOCB_CMD_PWRITE, st->fd, st->buf, SUB_LEN,
+			    BLK + SUB_LEN, i);
+		ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+		ASSERT_EQ(1, aio_reap(st->ctx, &ev, 1, 60));
+		if (ev.res != SUB_LEN)
+			bad++;
+	}
+	inl1 = root_stat("inline");
+	EXPECT_EQ(0, bad) TH_LOG("%d writes did not write %d bytes", bad,
+				 SUB_LEN);
+	EXPECT_EQ(0, inl1 - inl0)
+		TH_LOG("%lld of %d buffered fallbacks ran under NOWAIT, inline",
+		       inl1 - inl0, SUB_NR);
+
+	ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, SUB_LEN, a, BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + SUB_LEN, SUB_LEN, b,
+					 BLK + SUB_LEN))
+		TH_LOG("the write did not land");
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf + 2 * SUB_LEN,
+					 BLK - 2 * SUB_LEN, a,
+					 BLK + 2 * SUB_LEN));
+	ASSERT_EQ(BLK, pread(cfd, st->buf, BLK, BLK));
+	EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, a, BLK))
+		TH_LOG("the clone changed");
+	close(cfd);
 }
 
 /*
