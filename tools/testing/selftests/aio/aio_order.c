@@ -1664,6 +1664,31 @@ TEST_F_TIMEOUT(order, reflink_subblock_write_one_call, 300)
 }
 
 /*
+ * What the held-write tests need: the offload, the file, aio.stat and a
+ * userfaultfd buffer in @u.  NULL, or why not.
+ */
+static const char *setup_held(struct __test_metadata *_metadata,
+			      struct order_state *st, struct aio_uffd *u)
+{
+	static char why[64];
+	const char *skip;
+	int ret;
+
+	if (aio_offload_enabled() != 1)
+		return "needs fs.aio-offload=1: stock waits in the fault";
+	skip = setup_file(_metadata, st, O_DIRECT);
+	if (skip)
+		return skip;
+	if (root_stat("punt_ordered") < 0)
+		return "no " ROOT_STAT;
+	ret = aio_uffd_create(u, BLK);
+	if (!ret)
+		return NULL;
+	snprintf(why, sizeof(why), "userfaultfd: %s", strerror(-ret));
+	return why;
+}
+
+/*
  * Start an O_DSYNC O_DIRECT write of block @blk from a userfaultfd buffer:
  * O_DSYNC goes to a worker without a NOWAIT try, and the worker then
  * holds the write, waiting in the fault, until the test fills the buffer.
@@ -1710,16 +1735,9 @@ TEST_F_TIMEOUT(order, direct_requests_pass_by_range, 300)
 	const char *skip;
 	long submitted, got, late;
 
-	if (aio_offload_enabled() != 1)
-		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
-	skip = setup_file(_metadata, st, O_DIRECT);
+	skip = setup_held(_metadata, st, &u);
 	if (skip)
 		SKIP(return, "%s", skip);
-	if (root_stat("punt_ordered") < 0)
-		SKIP(return, "no %s", ROOT_STAT);
-	i = aio_uffd_create(&u, BLK);
-	if (i)
-		SKIP(return, "userfaultfd: %s", strerror(-i));
 	seed = aio_new_seed();
 	rseed = aio_new_seed();
 	oseed = aio_new_seed();
@@ -1837,16 +1855,9 @@ TEST_F_TIMEOUT(order, read_across_eof_waits_for_extending_write, 300)
 	const char *skip;
 	struct stat sb;
 
-	if (aio_offload_enabled() != 1)
-		SKIP(return, "needs fs.aio-offload=1: stock waits in the fault");
-	skip = setup_file(_metadata, st, O_DIRECT);
+	skip = setup_held(_metadata, st, &u);
 	if (skip)
 		SKIP(return, "%s", skip);
-	if (root_stat("punt_ordered") < 0)
-		SKIP(return, "no %s", ROOT_STAT);
-	i = aio_uffd_create(&u, BLK);
-	if (i)
-		SKIP(return, "userfaultfd: %s", strerror(-i));
 	oseed = aio_new_seed();
 	seed = aio_new_seed();
 	xseed = aio_new_seed();
