@@ -88,6 +88,14 @@ def one_run(base):
         m['submit_calls'] = int(v[1])
         m['submit_slept'] = int(v[3])
         m['submit_switches'] = int(v[5])
+        # Newer shims: preempted calls, call-time p99.9 of all calls and
+        # of those without any context switch ("quiet").
+        kv = dict(zip(v[0::2], v[1::2]))
+        if 'preempted' in kv:
+            m['submit_preempted'] = int(kv['preempted'])
+            m['call_p999_us'] = float(kv['p999_us'])
+            m['quiet_calls'] = int(kv['quiet'])
+            m['quiet_p999_us'] = float(kv['quiet_p999_us'])
     except (OSError, ValueError, IndexError):
         m['submit_calls'] = None
     return m, None
@@ -124,6 +132,13 @@ def cell(resdir, kdir, scen, mode, eng):
             100.0 * r['submit_slept'] / r['submit_calls'] for r in runs)
         c['submit_calls'] = sum(r['submit_calls'] for r in runs)
         c['submit_slept'] = sum(r['submit_slept'] for r in runs)
+        if all('submit_preempted' in r for r in runs):
+            c['submit_preempted_pct'] = statistics.median(
+                100.0 * r['submit_preempted'] / r['submit_calls'] for r in runs)
+            c['quiet_pct'] = statistics.median(
+                100.0 * r['quiet_calls'] / r['submit_calls'] for r in runs)
+            for k in ('call_p999_us', 'quiet_p999_us'):
+                c[k] = median_of(runs, k)
     else:
         c['submit_slept_pct'] = None
         c['submit_reason'] = {
@@ -146,6 +161,32 @@ def fmt(v, nd=0):
     if v is None:
         return '-'
     return ('%%.%df' % nd) % v
+
+
+def submission_calls(res):
+    """Per-call view of libaio's io_submit() from the shim: how many calls
+    slept or were preempted, and the call time p99.9 of all calls and of
+    the quiet ones (neither slept nor preempted)."""
+    rows = []
+    for s, _ in SCEN:
+        for lbl in ('stock libaio', 'patched off libaio', 'patched on libaio'):
+            cl = res[s][lbl]
+            if cl.get('runs') and cl.get('call_p999_us') is not None:
+                rows.append('| %s | %s | %.0f%% | %.0f%% | %.0f%% | %.1f | %.1f |' % (
+                    s, lbl, cl['submit_slept_pct'], cl['submit_preempted_pct'],
+                    cl['quiet_pct'], cl['call_p999_us'], cl['quiet_p999_us']))
+    if not rows:
+        return []
+    return ['', '## Submission calls (libaio, from the shim)', '',
+            'Per io_submit() call (fio submits up to 8 I/Os a call): '
+            'slept = a voluntary context switch in the call; preempted = an '
+            'involuntary one (another task took the CPU); quiet = neither. '
+            'Call time p99.9 in us, of all calls and of the quiet ones.  '
+            'On 2 vCPUs a scenario\'s own load, the workers and jbd2 compete '
+            'with the submitter: the quiet column is the submission path '
+            'without that.', '',
+            '| scenario | column | slept | preempted | quiet | p99.9 | quiet p99.9 |',
+            '|---|---|---|---|---|---|---|'] + rows
 
 
 def targets(res):
@@ -180,6 +221,15 @@ def targets(res):
         if s1:
             r = on[key] / s1
             out.append((s, '%s <= 1.2x own S1n' % name, '%.2fx' % r, r <= 1.2))
+            # Not a target: whether the tail is the submission path or
+            # CPU sharing (the same ratio over calls no other task
+            # interrupted; "Submission calls" below).
+            q1 = c('S1n', 'patched on libaio').get('quiet_p999_us')
+            if on.get('quiet_p999_us') and q1:
+                r = on['quiet_p999_us'] / q1
+                out.append((s, 'io_submit() time p99.9 of calls without a '
+                            'context switch, vs own S1n (information)',
+                            '%.2fx' % r, None))
         if ur.get('runs'):
             r = on[key] / max(ur[key], 1e-9)
             out.append((s, '%s <= io_uring (patched)' % name, '%.2fx' % r, r <= 1.0))
@@ -329,6 +379,7 @@ def main():
     for a, b, c, d in tg:
         lines.append('| %s | %s | %s | %s |' % (
             a, b, c, 'met' if d else ('MISSED' if d is False else '-')))
+    lines += submission_calls(res)
     info = setup_facts(resdir, kd)
     if info:
         lines += ['', '## Setup facts (from the guest)', ''] + info

@@ -9,8 +9,15 @@
  *             no wait for completions (fio's engine calls it through
  *             syscall())
  *
+ * It also times each call and counts the involuntary switches in it: a
+ * call that was preempted (another task took the CPU; on the rig's two
+ * vCPUs, the scenario's own load or a worker) is slow for a reason that
+ * is not the submission path.  The call-time percentiles of all calls
+ * and of the "quiet" ones (no switch of either kind) tell the two apart.
+ *
  * At exit the totals go to the file named by $VCSW_OUT, one line:
- * "calls N slept N switches N".
+ * "calls N slept N switches N preempted N p999_us X quiet N
+ * quiet_p999_us X" (the times are of the first MAX_TIMED calls).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,6 +26,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef __NR_io_uring_enter
@@ -29,46 +37,82 @@
 struct iocb;
 typedef struct io_context *io_context_t;
 
-static long calls, slept, switches;
+#define MAX_TIMED	(1L << 21)
 
-static long nvcsw(void)
+static long calls, slept, switches, preempted, timed, quiet;
+/* Call times in ns, quiet calls' negated, so one array holds both. */
+static long *ns;
+
+struct mark {
+	long nvcsw, nivcsw;
+	struct timespec t;
+};
+
+static void mark(struct mark *m)
 {
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_THREAD, &ru))
-		return 0;
-	return ru.ru_nvcsw;
+		ru.ru_nvcsw = ru.ru_nivcsw = 0;
+	m->nvcsw = ru.ru_nvcsw;
+	m->nivcsw = ru.ru_nivcsw;
+	clock_gettime(CLOCK_MONOTONIC, &m->t);
 }
 
-static void account(long before)
+static void account(const struct mark *b)
 {
-	long d = nvcsw() - before;
+	struct mark a;
+	long d, i, t;
 
+	/* The clock first: the call's time, not getrusage()'s. */
+	clock_gettime(CLOCK_MONOTONIC, &a.t);
+	t = (a.t.tv_sec - b->t.tv_sec) * 1000000000L +
+	    a.t.tv_nsec - b->t.tv_nsec;
+	mark(&a);
+	d = a.nvcsw - b->nvcsw;
 	__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
 	if (d > 0) {
 		__atomic_add_fetch(&slept, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&switches, d, __ATOMIC_RELAXED);
 	}
+	if (a.nivcsw > b->nivcsw)
+		__atomic_add_fetch(&preempted, 1, __ATOMIC_RELAXED);
+	if (!ns)
+		return;
+	i = __atomic_fetch_add(&timed, 1, __ATOMIC_RELAXED);
+	if (i >= MAX_TIMED)
+		return;
+	if (d == 0 && a.nivcsw == b->nivcsw) {
+		__atomic_add_fetch(&quiet, 1, __ATOMIC_RELAXED);
+		t = -t - 1;
+	}
+	ns[i] = t;
+}
+
+__attribute__((constructor)) static void setup(void)
+{
+	ns = malloc(MAX_TIMED * sizeof(*ns));
 }
 
 int io_submit(io_context_t ctx, long nr, struct iocb **iocbs)
 {
 	static int (*real)(io_context_t, long, struct iocb **);
-	long before;
+	struct mark b;
 	int ret;
 
 	if (!real)
 		real = dlsym(RTLD_NEXT, "io_submit");
-	before = nvcsw();
+	mark(&b);
 	ret = real(ctx, nr, iocbs);
-	account(before);
+	account(&b);
 	return ret;
 }
 
 long syscall(long nr, ...)
 {
 	static long (*real)(long, ...);
-	long a[6], before, ret;
+	long a[6], ret;
+	struct mark b;
 	va_list ap;
 	int i;
 
@@ -82,23 +126,55 @@ long syscall(long nr, ...)
 	if (nr != __NR_io_uring_enter || !a[1] ||
 	    ((a[3] & ENTER_GETEVENTS) && a[2]))
 		return real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	before = nvcsw();
+	mark(&b);
 	ret = real(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	account(before);
+	account(&b);
 	return ret;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* p99.9 in us of v[0..n-1] (sorted), 0 if empty. */
+static double p999(const long *v, long n)
+{
+	return n ? v[(n * 999 - 1) / 1000] / 1e3 : 0;
 }
 
 __attribute__((destructor)) static void report(void)
 {
 	const char *path = getenv("VCSW_OUT");
+	long n = timed < MAX_TIMED ? timed : MAX_TIMED, i, q = 0;
+	double all = 0, qp = 0;
 	FILE *f;
 
 	if (!path || !calls)
 		return;
+	if (ns && n) {
+		/* Quiet calls (negative) first, in reverse order. */
+		qsort(ns, n, sizeof(*ns), cmp);
+		while (q < n && ns[q] < 0)
+			q++;
+		for (i = 0; i < q / 2; i++) {
+			long t = ns[i];
+
+			ns[i] = ns[q - 1 - i];
+			ns[q - 1 - i] = t;
+		}
+		for (i = 0; i < q; i++)
+			ns[i] = -ns[i] - 1;
+		qp = p999(ns, q);
+		qsort(ns, n, sizeof(*ns), cmp);
+		all = p999(ns, n);
+	}
 	f = fopen(path, "w");
 	if (!f)
 		return;
-	fprintf(f, "calls %ld slept %ld switches %ld\n", calls, slept,
-		switches);
+	fprintf(f, "calls %ld slept %ld switches %ld preempted %ld p999_us %.1f quiet %ld quiet_p999_us %.1f\n",
+		calls, slept, switches, preempted, all, q, qp);
 	fclose(f);
 }
