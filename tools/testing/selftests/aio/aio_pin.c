@@ -1,0 +1,660 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ext4's extent pin (EXT4_IOC_PIN_EXTENTS): a file whose whole extent map
+ * is kept in memory, so that its direct overwrites under IOCB_NOWAIT
+ * never miss the extent status cache and are issued inline, even right
+ * after a remount and under memory pressure.
+ *
+ * The file: FRAG_BLOCKS blocks, the even ones written and the odd ones
+ * fallocated (unwritten), one extent per block, then a hole up to i_size.
+ *
+ *   cold_overwrites_inline	remount, open, pin; then evict what can be
+ *				evicted (drop_caches 2 runs the es shrinker;
+ *				EXT4_IOC_CLEAR_ES_CACHE drops the inode's
+ *				entries); the map must still cover the file
+ *				(EXT4_IOC_GET_ES_CACHE), and NR_CALLS
+ *				overwrites through io_submit() and as many
+ *				through io_uring must take no voluntary
+ *				context switch, be issued inline (aio.stat)
+ *				and draw no -EAGAIN from ext4 (tracepoint);
+ *				writes into unwritten blocks too, but for the
+ *				refusals the NOWAIT split allows.  Control:
+ *				unpinned, the same eviction leaves the map with
+ *				gaps and overwrites are refused for them.
+ *   removal_paths_refill	on a pinned file: truncate, punch hole,
+ *				collapse and insert range, then the cache
+ *				still covers the file and overwrites stay
+ *				inline.
+ *   lifetime_and_errors	the pin is the open file's (GETSTATE, close,
+ *				two files), idempotent, needs
+ *				CAP_SYS_RESOURCE and is refused where it
+ *				cannot work; MOVE_EXT, migration to block maps
+ *				and chattr +j of a pinned file fail with EBUSY.
+ *   limit			es_pin_max_extents: over it a pin fails with
+ *				ENOMEM and pins nothing; junk is refused and
+ *				changes nothing; es_pinned_extents counts and
+ *				goes back to 0.
+ *
+ * ext4 on NVMe only: on SD the offload hands every direct write off
+ * before ext4 sees it, so there is nothing to claim there, and the
+ * interface tests need no second device class.  Variants: an idle
+ * filesystem and a busy one (a thread writing and fdatasync()ing another
+ * file); the interface tests (lifetime_and_errors, limit) on the idle one.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+#include <linux/ext4.h>
+#include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <linux/io_uring.h>
+
+#include "../kselftest_harness.h"
+#include "aio_util.h"
+
+#ifndef EXT4_IOC_PIN_EXTENTS
+#define EXT4_IOC_PIN_EXTENTS		_IO('f', 45)
+#define EXT4_IOC_UNPIN_EXTENTS		_IO('f', 46)
+#endif
+#ifndef EXT4_STATE_FLAG_EXT_PINNED
+#define EXT4_STATE_FLAG_EXT_PINNED	0x00000010
+#endif
+
+#define DROP_CACHES	"/proc/sys/vm/drop_caches"
+#define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
+#define BLK		4096
+#define FRAG_BLOCKS	8192	/* one extent each: >= 8k extents */
+#define HOLE_BLOCKS	1024
+#define FILE_LEN	((off_t)(FRAG_BLOCKS + HOLE_BLOCKS) * BLK)
+#define NR_CALLS	512
+#define BUF_LEN		(2 << 20)
+#define NOWAIT_EVENT	"ext4/ext4_dio_nowait_eagain"
+#define NOWAIT_LINE	"ext4_dio_nowait_eagain:"
+
+struct pin_state {
+	aio_context_t ctx;
+	struct aio_uring ring;
+	struct aio_syncer syncer;
+	char mnt[64];
+	char sysfs[96];		/* /sys/fs/ext4/<dev> */
+	char *buf;
+	int fd;
+	bool tracing;
+	long old_max;		/* es_pin_max_extents before a test set it */
+};
+
+/* _PARENT teardown: see the note in aio_util.h */
+FIXTURE(pin) {
+	pid_t owner;
+	struct pin_state st;
+};
+
+FIXTURE_VARIANT(pin) {
+	bool busy;
+};
+
+FIXTURE_VARIANT_ADD(pin, idle) { .busy = false };
+FIXTURE_VARIANT_ADD(pin, busy) { .busy = true };
+
+static void file_path(struct pin_state *st, const char *name, char *path,
+		      size_t len)
+{
+	snprintf(path, len, "%s/%s", st->mnt, name);
+}
+
+/* Even blocks written (@seed's pattern), odd ones unwritten, a hole. */
+static void make_file(struct __test_metadata *_metadata,
+		      struct pin_state *st, const char *name, uint64_t seed)
+{
+	char path[sizeof(st->mnt) + 16];
+	int fd, i;
+
+	file_path(st, name, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ASSERT_LE(0, fd);
+	for (i = 0; i < FRAG_BLOCKS; i += 2) {
+		aio_fill_pattern(st->buf, BLK, seed, (off_t)i * BLK);
+		ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, (off_t)i * BLK));
+	}
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0,
+			       (off_t)FRAG_BLOCKS * BLK));
+	ASSERT_EQ(0, ftruncate(fd, FILE_LEN));
+	ASSERT_EQ(0, fsync(fd));
+	close(fd);
+}
+
+static int open_file(struct pin_state *st, const char *name, int flags)
+{
+	char path[sizeof(st->mnt) + 16];
+
+	file_path(st, name, path, sizeof(path));
+	return open(path, flags);
+}
+
+FIXTURE_SETUP(pin)
+{
+	struct pin_state *st = &self->st;
+	const char *dev = aio_dev_path();
+	const char *base;
+	int ret;
+
+	self->owner = getpid();
+	memset(st, 0, sizeof(*st));
+	st->fd = -1;
+	st->ring.fd = -1;
+	st->syncer.fd = -1;
+	st->old_max = -1;
+	st->buf = aio_alloc_buf(BUF_LEN);
+	ASSERT_NE(NULL, st->buf);
+	ASSERT_EQ(0, aio_lock_memory());
+	if (aio_offload_enabled() != 1)
+		SKIP(return, "needs fs.aio-offload=1");
+	if (!dev)
+		SKIP(return, "AIO_TEST_DEV not set");
+	if (!aio_dev_holds_data())
+		SKIP(return, "the device does not store data");
+	if (strcmp(aio_dev_class(), "nvme"))
+		SKIP(return, "ext4's pin is tested on NVMe");
+	ret = aio_scratch_mount(dev, "ext4", st->mnt, sizeof(st->mnt));
+	if (ret == AIO_MKFS_NOT_FOUND)
+		SKIP(return, "mkfs.ext4 not available");
+	ASSERT_EQ(0, ret) TH_LOG("ext4 on %s: %d", dev, ret);
+	base = strrchr(dev, '/');
+	snprintf(st->sysfs, sizeof(st->sysfs), "/sys/fs/ext4/%s",
+		 base ? base + 1 : dev);
+	ret = aio_uring_init(&st->ring, NR_CALLS);
+	if (ret)
+		SKIP(return, "io_uring: %s", strerror(-ret));
+	ASSERT_EQ(0, sys_io_setup(NR_CALLS, &st->ctx));
+	st->tracing = !aio_trace_event(NOWAIT_EVENT, true);
+}
+
+FIXTURE_TEARDOWN_PARENT(pin)
+{
+	struct pin_state *st = &self->st;
+	char path[sizeof(st->sysfs) + 32], num[32];
+
+	if (st->tracing && aio_trace_event(NOWAIT_EVENT, false))
+		TH_LOG("cannot disable %s", NOWAIT_EVENT);
+	if (st->old_max >= 0) {
+		snprintf(path, sizeof(path), "%s/es_pin_max_extents",
+			 st->sysfs);
+		snprintf(num, sizeof(num), "%ld", st->old_max);
+		if (aio_write_file(path, num))
+			TH_LOG("cannot restore %s", path);
+	}
+	if (getpid() == self->owner) {
+		if (st->syncer.fd >= 0 && aio_syncer_stop(&st->syncer) <= 0)
+			TH_LOG("the sync loop did not run");
+		if (st->fd >= 0)
+			close(st->fd);
+		if (st->ctx)
+			sys_io_destroy(st->ctx);
+		if (st->ring.fd >= 0)
+			aio_uring_exit(&st->ring);
+		aio_free_buf(st->buf, BUF_LEN);
+	}
+	if (st->mnt[0] && aio_scratch_umount(st->mnt))
+		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
+}
+
+/*
+ * In a child without CAP_SYS_RESOURCE in its effective set: the errno of
+ * a pin of @fd, 0 if it succeeded (then unpinned), or -1.
+ */
+static int pin_without_cap(int fd)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+	int status, err;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (syscall(SYS_capget, &hdr, data))
+			_exit(255);
+		data[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &=
+			~CAP_TO_MASK(CAP_SYS_RESOURCE);
+		if (syscall(SYS_capset, &hdr, data))
+			_exit(255);
+		err = ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0;
+		if (!err)
+			ioctl(fd, EXT4_IOC_UNPIN_EXTENTS);
+		_exit(err);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) == 255)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static bool pinned(int fd)
+{
+	__u32 state = 0;
+
+	return !ioctl(fd, EXT4_IOC_GETSTATE, &state) &&
+	       (state & EXT4_STATE_FLAG_EXT_PINNED);
+}
+
+static long sysfs_long(struct pin_state *st, const char *name)
+{
+	char path[sizeof(st->sysfs) + 32];
+	long v = -1;
+
+	snprintf(path, sizeof(path), "%s/%s", st->sysfs, name);
+	if (aio_read_long(path, &v))
+		return -1;
+	return v;
+}
+
+/*
+ * The first byte below @end that the extent status cache does not map
+ * (walking EXT4_IOC_GET_ES_CACHE from 0, which stops at the first block
+ * without an entry), or @end if it maps all of [0, @end).
+ */
+static off_t es_covered(int fd, off_t end)
+{
+	enum { N = 1024 };
+	size_t sz = sizeof(struct fiemap) + N * sizeof(struct fiemap_extent);
+	struct fiemap *fm = calloc(1, sz);
+	off_t pos = 0;
+	unsigned int i;
+
+	if (!fm)
+		return 0;
+	while (pos < end) {
+		memset(fm, 0, sz);
+		fm->fm_start = pos;
+		fm->fm_length = ~0ULL - pos;
+		fm->fm_extent_count = N;
+		if (ioctl(fd, EXT4_IOC_GET_ES_CACHE, fm) ||
+		    !fm->fm_mapped_extents)
+			break;
+		for (i = 0; i < fm->fm_mapped_extents; i++) {
+			struct fiemap_extent *fe = &fm->fm_extents[i];
+
+			if ((off_t)fe->fe_logical > pos)
+				goto out;
+			if ((off_t)(fe->fe_logical + fe->fe_length) > pos)
+				pos = fe->fe_logical + fe->fe_length;
+			if (fe->fe_flags & FIEMAP_EXTENT_LAST)
+				goto out;
+		}
+	}
+out:
+	free(fm);
+	return pos < end ? pos : end;
+}
+
+/*
+ * Evict what memory pressure and the ioctl can: the es shrinker through
+ * drop_caches (twice: entries it finds referenced it only unmarks), and
+ * the inode's own entries through EXT4_IOC_CLEAR_ES_CACHE.
+ */
+static void evict(struct __test_metadata *_metadata, int fd)
+{
+	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
+	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
+	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_CLEAR_ES_CACHE));
+}
+
+/* Fisher-Yates: @n distinct blocks of parity @odd among FRAG_BLOCKS. */
+static void pick_blocks(off_t *offs, int n, bool odd)
+{
+	static int idx[FRAG_BLOCKS / 2];
+	int i, j, t;
+
+	for (i = 0; i < FRAG_BLOCKS / 2; i++)
+		idx[i] = i;
+	for (i = 0; i < n; i++) {
+		j = i + random() % (FRAG_BLOCKS / 2 - i);
+		t = idx[i];
+		idx[i] = idx[j];
+		idx[j] = t;
+		offs[i] = (off_t)(2 * idx[i] + odd) * BLK;
+	}
+}
+
+struct turn {
+	int slept;	/* calls with a voluntary context switch */
+	long inline_nr;	/* aio.stat "inline" over the turn (libaio) */
+	long refused;	/* ext4's NOWAIT -EAGAINs, -1 if not watched */
+};
+
+/*
+ * One 4 KiB write per call at each of @offs[0..@n) through io_submit()
+ * (!@uring) or io_uring, each completed before the next, then all read
+ * back with pread().
+ */
+static struct turn write_turn(struct __test_metadata *_metadata,
+			      struct pin_state *st, bool uring,
+			      const off_t *offs, int n)
+{
+	uint64_t seed = aio_new_seed(), tag;
+	struct turn t = { 0, -1, -1 };
+	long long in0 = aio_read_key(ROOT_STAT, "inline");
+	long nvcsw;
+	int i;
+
+	if (st->tracing)
+		EXPECT_EQ(0, aio_trace_clear());
+	for (i = 0; i < n; i++) {
+		struct iocb cb, *list = &cb;
+
+		aio_fill_pattern(st->buf, BLK, seed, offs[i]);
+		if (uring) {
+			EXPECT_EQ(1, aio_uring_rw_nvcsw(&st->ring,
+							IORING_OP_WRITE,
+							st->fd, st->buf, BLK,
+							offs[i], i, &nvcsw));
+		} else {
+			aio_prep_rw(&cb, IOCB_CMD_PWRITE, st->fd, st->buf,
+				    BLK, offs[i], i);
+			EXPECT_EQ(1, aio_submit_nvcsw(st->ctx, 1, &list,
+						      &nvcsw));
+		}
+		t.slept += nvcsw != 0;
+		EXPECT_EQ(BLK, aio_reap_either(st->ctx, &st->ring, uring,
+					       &tag));
+		EXPECT_EQ((uint64_t)i, tag);
+	}
+	if (!uring && in0 >= 0)
+		t.inline_nr = aio_read_key(ROOT_STAT, "inline") - in0;
+	if (st->tracing)
+		t.refused = aio_trace_count(NOWAIT_LINE, NULL);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(BLK, pread(st->fd, st->buf, BLK, offs[i]));
+		EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed, offs[i]))
+			TH_LOG("block at %lld: wrong data", (long long)offs[i]);
+	}
+	return t;
+}
+
+/*
+ * A pinned file's overwrites: no sleep, every one inline
+ * (aio.stat; other tests do not run meanwhile) and no -EAGAIN from ext4.
+ */
+static void expect_inline(struct __test_metadata *_metadata,
+			  struct pin_state *st, const char *what,
+			  const off_t *offs, int n)
+{
+	struct turn t = write_turn(_metadata, st, false, offs, n);
+
+	TH_LOG("%s, io_submit: %d of %d slept, %ld inline, ext4 refused %ld",
+	       what, t.slept, n, t.inline_nr, t.refused);
+	EXPECT_EQ(0, t.slept);
+	if (t.inline_nr >= 0)
+		EXPECT_EQ(n, t.inline_nr);
+	if (t.refused >= 0)
+		EXPECT_EQ(0, t.refused);
+	t = write_turn(_metadata, st, true, offs, n);
+	TH_LOG("%s, io_uring: %d of %d slept, ext4 refused %ld", what,
+	       t.slept, n, t.refused);
+	EXPECT_EQ(0, t.slept);
+	if (t.refused >= 0)
+		EXPECT_EQ(0, t.refused);
+}
+
+/* Unmount, drop everything, mount, open st->fd: a cold inode. */
+static void remount_cold(struct __test_metadata *_metadata,
+			 struct pin_state *st, bool busy)
+{
+	if (busy && st->syncer.fd >= 0)
+		ASSERT_LE(0, aio_syncer_stop(&st->syncer));
+	if (st->fd >= 0)
+		close(st->fd);
+	st->fd = -1;
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mnt[0] = '\0';
+	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "3"));
+	ASSERT_EQ(0, aio_mount_tmp(aio_dev_path(), "ext4", NULL, st->mnt,
+				   sizeof(st->mnt)));
+	st->fd = open_file(st, "f", O_RDWR | O_DIRECT);
+	ASSERT_LE(0, st->fd);
+	if (busy)
+		ASSERT_EQ(0, aio_syncer_start(&st->syncer, st->mnt));
+}
+
+TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
+{
+	static off_t offs[NR_CALLS];
+	struct pin_state *st = &self->st;
+	struct turn t;
+	off_t gap;
+
+	srandom(aio_new_seed());
+	make_file(_metadata, st, "f", aio_new_seed());
+	remount_cold(_metadata, st, variant->busy);
+	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_PIN_EXTENTS))
+		TH_LOG("pin: %s", strerror(errno));
+	ASSERT_TRUE(pinned(st->fd));
+	EXPECT_LE(FRAG_BLOCKS, sysfs_long(st, "es_pinned_extents"));
+	evict(_metadata, st->fd);
+	gap = es_covered(st->fd, FILE_LEN);
+	EXPECT_EQ(FILE_LEN, gap) TH_LOG("pinned map has a gap at %lld",
+					(long long)gap);
+
+	/* The first write after the remount included. */
+	pick_blocks(offs, NR_CALLS, false);
+	expect_inline(_metadata, st, "pinned overwrites", offs, NR_CALLS);
+
+	/* Unwritten blocks: the NOWAIT split may refuse a few. */
+	pick_blocks(offs, NR_CALLS, true);
+	t = write_turn(_metadata, st, false, offs, NR_CALLS);
+	TH_LOG("pinned unwritten writes: %d slept, %ld inline, %ld refused",
+	       t.slept, t.inline_nr, t.refused);
+	EXPECT_EQ(0, t.slept);
+	if (!variant->busy && t.inline_nr >= 0)
+		EXPECT_LE(NR_CALLS - NR_CALLS / 20, t.inline_nr);
+
+	/* The control: unpinned, the same eviction leaves gaps. */
+	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_FALSE(pinned(st->fd));
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+	evict(_metadata, st->fd);
+	gap = es_covered(st->fd, FILE_LEN);
+	EXPECT_GT(FILE_LEN, gap) TH_LOG("unpinned: the map was not evicted");
+	pick_blocks(offs, NR_CALLS, false);
+	t = write_turn(_metadata, st, false, offs, NR_CALLS);
+	TH_LOG("control, unpinned: %d slept, %ld inline, ext4 refused %ld",
+	       t.slept, t.inline_nr, t.refused);
+	EXPECT_EQ(0, t.slept);
+	if (t.inline_nr >= 0)
+		EXPECT_GT(NR_CALLS, t.inline_nr)
+			TH_LOG("control: unpinned, every write went inline");
+}
+
+TEST_F_TIMEOUT(pin, removal_paths_refill, AIO_DEV_TEST_TIMEOUT)
+{
+	static off_t offs[NR_CALLS / 4];
+	struct pin_state *st = &self->st;
+	const off_t end = (off_t)FRAG_BLOCKS * BLK;
+	off_t gap, size;
+	int i;
+
+	srandom(aio_new_seed());
+	make_file(_metadata, st, "f", aio_new_seed());
+	st->fd = open_file(st, "f", O_RDWR | O_DIRECT);
+	ASSERT_LE(0, st->fd);
+	if (variant->busy)
+		ASSERT_EQ(0, aio_syncer_start(&st->syncer, st->mnt));
+	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_PIN_EXTENTS));
+
+	/* Each drops entries of the range it changes, then refills. */
+	ASSERT_EQ(0, ftruncate(st->fd, end - 64 * BLK));
+	ASSERT_EQ(0, fallocate(st->fd, FALLOC_FL_PUNCH_HOLE |
+			       FALLOC_FL_KEEP_SIZE, 1000 * BLK, 100 * BLK));
+	ASSERT_EQ(0, fallocate(st->fd, FALLOC_FL_COLLAPSE_RANGE,
+			       2000 * BLK, 16 * BLK));
+	ASSERT_EQ(0, fallocate(st->fd, FALLOC_FL_INSERT_RANGE,
+			       3000 * BLK, 16 * BLK));
+	size = lseek(st->fd, 0, SEEK_END);
+	ASSERT_EQ(end - 64 * BLK, size);
+	evict(_metadata, st->fd);
+	gap = es_covered(st->fd, size);
+	EXPECT_EQ(size, gap) TH_LOG("pinned map has a gap at %lld",
+				    (long long)gap);
+
+	/* Overwrites of written blocks away from the changed ranges. */
+	for (i = 0; i < NR_CALLS / 4; i++)
+		offs[i] = (off_t)(4000 + 2 * i) * BLK;
+	expect_inline(_metadata, st, "after truncate/punch/collapse/insert",
+		      offs, NR_CALLS / 4);
+}
+
+TEST_F(pin, lifetime_and_errors)
+{
+	struct pin_state *st = &self->st;
+	struct move_extent me = { 0 };
+	char path[sizeof(st->mnt) + 16];
+	unsigned int flags;
+	int fd, fd2, ro, dir, donor;
+
+	if (variant->busy)
+		SKIP(return, "the interface: on the idle variant");
+	/* nodelalloc: with delayed allocation ext4 ignores +j. */
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mnt[0] = '\0';
+	ASSERT_EQ(0, aio_mount_tmp(aio_dev_path(), "ext4", "nodelalloc",
+				   st->mnt, sizeof(st->mnt)));
+	make_file(_metadata, st, "f", aio_new_seed());
+	fd = open_file(st, "f", O_RDWR);
+	fd2 = open_file(st, "f", O_RDWR);
+	ro = open_file(st, "f", O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_LE(0, fd2);
+	ASSERT_LE(0, ro);
+
+	/* Bad input: a clear error, nothing pinned. */
+	EXPECT_EQ(-1, ioctl(ro, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(EBADF, errno);
+	dir = open(st->mnt, O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, dir);
+	EXPECT_EQ(-1, ioctl(dir, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(EISDIR, errno);
+	EXPECT_EQ(-1, ioctl(dir, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_EQ(EINVAL, errno);
+	close(dir);
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(EPERM, pin_without_cap(fd));
+	EXPECT_FALSE(pinned(ro));
+
+	/* Pinned by fd (twice: one pin), then by fd2 too. */
+	EXPECT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_TRUE(pinned(ro));
+	EXPECT_EQ(0, ioctl(fd2, EXT4_IOC_PIN_EXTENTS));
+
+	/* What would rewrite the map under the pin. */
+	file_path(st, "donor", path, sizeof(path));
+	donor = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, donor);
+	ASSERT_EQ(0, fallocate(donor, 0, 0, 16 * BLK));
+	me.donor_fd = donor;
+	me.len = 16;
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_MOVE_EXT, &me));
+	EXPECT_EQ(EBUSY, errno);
+	close(donor);
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	flags &= ~FS_EXTENT_FL;
+	EXPECT_EQ(-1, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	EXPECT_EQ(EBUSY, errno) TH_LOG("migration to block maps");
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	flags |= FS_JOURNAL_DATA_FL;
+	EXPECT_EQ(-1, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	EXPECT_EQ(EBUSY, errno) TH_LOG("chattr +j");
+
+	/* The pin is the open file's: fd's ends at unpin, fd2's at close. */
+	EXPECT_EQ(0, ioctl(fd, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_TRUE(pinned(ro));
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_EQ(EINVAL, errno);
+	close(fd2);
+	EXPECT_FALSE(pinned(ro));
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+	EXPECT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	close(fd);
+	EXPECT_FALSE(pinned(ro));
+	close(ro);
+
+	/* Files whose direct I/O does not go through the extent tree. */
+	file_path(st, "ind", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, 0));
+	ASSERT_EQ(0, fsync(fd));
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	flags &= ~FS_EXTENT_FL;
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("indirect-mapped file");
+	close(fd);
+	file_path(st, "j", path, sizeof(path));
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_GETFLAGS, &flags));
+	flags |= FS_JOURNAL_DATA_FL;
+	ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("chattr +j file");
+	close(fd);
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+}
+
+TEST_F(pin, limit)
+{
+	struct pin_state *st = &self->st;
+	char path[sizeof(st->sysfs) + 32];
+	long pinned_nr;
+	int fd;
+
+	if (variant->busy)
+		SKIP(return, "the interface: on the idle variant");
+	make_file(_metadata, st, "f", aio_new_seed());
+	fd = open_file(st, "f", O_RDWR);
+	ASSERT_LE(0, fd);
+	snprintf(path, sizeof(path), "%s/es_pin_max_extents", st->sysfs);
+	st->old_max = sysfs_long(st, "es_pin_max_extents");
+	ASSERT_LT(0, st->old_max) TH_LOG("no %s", path);
+
+	/* Junk is refused and changes nothing. */
+	EXPECT_EQ(-EINVAL, aio_write_file(path, "lots"));
+	EXPECT_EQ(-EINVAL, aio_write_file(path, "-1"));
+	EXPECT_EQ(st->old_max, sysfs_long(st, "es_pin_max_extents"));
+
+	/* Over the limit: ENOMEM, nothing pinned, nothing counted. */
+	ASSERT_EQ(0, aio_write_file(path, "1000"));
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(ENOMEM, errno);
+	EXPECT_FALSE(pinned(fd));
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+
+	/* Under it: counted while pinned, 0 after the close. */
+	ASSERT_EQ(0, aio_write_file(path, "1000000"));
+	EXPECT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	pinned_nr = sysfs_long(st, "es_pinned_extents");
+	EXPECT_LE(FRAG_BLOCKS, pinned_nr);
+	EXPECT_GE(4 * FRAG_BLOCKS, pinned_nr);
+	close(fd);
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+}
+
+TEST_HARNESS_MAIN
