@@ -4,7 +4,8 @@
 # guest.sh: one round of the benchmark inside the rig's guest (run by
 # rig/bench.sh through rig/vm.sh).  For every scenario: set it up, then
 # run fio once per mode (stock kernel: "stock"; patched: fs.aio-offload
-# "off" and "on") with libaio, and once with io_uring.  Results go to
+# "off" and "on", and for some "pin": on, the file pinned) with libaio,
+# and once with io_uring.  Results go to
 # $OUT/<scenario>-<mode>-<engine>.{json,cpu,vcsw}.  S1 and S6 also run
 # psync, the synchronous reference.
 #
@@ -33,22 +34,36 @@ fio_run() {
 	f=$out/$name-$mode-$eng
 	# A scenario run twice in a round (S1n, first and last) keeps both.
 	[ -e "$f.json" ] && f=$f-2
-	case $mode in off) echo 0 >$knob ;; on) echo 1 >$knob ;; esac
+	case $mode in off) echo 0 >$knob ;; on|pin) echo 1 >$knob ;; esac
+	# "pin": the shim pins the file fio opens (EXT4_IOC_PIN_EXTENTS).
+	local pin=
+	[ "$mode" = pin ] && pin=1
 	echo "bench: round $ROUND $(uname -r) $name $mode $eng"
 	rm -f "$f.vcsw"
 	b0=$(busy)
-	VCSW_OUT=$f.vcsw LD_PRELOAD=$SHIM fio --output-format=json \
+	SHIM_PIN=$pin VCSW_OUT=$f.vcsw LD_PRELOAD=$SHIM fio --output-format=json \
 		--output="$f.json" --ioengine="$eng" --runtime="$rt" \
 		"$dir/common.fio" "$@" >"$f.log" 2>&1 || echo "fio failed: $(tail -1 "$f.log")" >"$f.err"
 	b1=$(busy)
 	echo "$((b1 - b0)) $(getconf CLK_TCK)" >"$f.cpu"
 }
 
+# The scenarios also run with the file pinned (patched kernel, libaio):
+# ext4's extent pin matters where a write's mapping may not be cached.
+pin_scen=" S1n S2 S4n "
+modes_of() {	# modes_of NAME: the libaio modes NAME runs in
+	if [ "$modes" != stock ] && [ -z "${pin_scen##* $1 *}" ]; then
+		echo "$modes pin"
+	else
+		echo "$modes"
+	fi
+}
+
 # every NAME SETUP FIO-ARGS...: SETUP before each measured run.
 every() {
 	local name=$1 setup=$2 m
 	shift 2
-	for m in $modes; do
+	for m in $(modes_of "$name"); do
 		$setup
 		fio_run "$name" libaio "$m" "$@"
 	done
@@ -110,7 +125,7 @@ print("S2 metadata rounds:", i)
 ' $mnt >>"$out/S2.info" &
 	}
 	local m
-	for m in $modes io_uring; do
+	for m in $(modes_of S2) io_uring; do
 		prep; rm -f $mnt/stop; meta
 		case $m in
 		io_uring) fio_run S2 io_uring "$other" \
@@ -141,6 +156,15 @@ s4() {	# overwrites of a fragmented file, cold extent tree, slow flash
 	cold() { umount $mnt 2>/dev/null; mount /dev/mapper/slow $mnt && drop; }
 	every S4 cold --filename=$mnt/f --size=32m --rw=randwrite
 	umount $mnt; dmsetup remove slow
+}
+s4n() {	# overwrites of a fragmented file, cold extent tree, NVMe
+	fresh_fs /dev/nvme0n1 || return
+	echo 1000000 >/sys/fs/ext4/nvme0n1/mb_stream_req
+	"$dir/fragment.py" $mnt/f $mnt/g 32 || return
+	rm $mnt/g
+	echo "S4n extents: $(filefrag $mnt/f)" >"$out/S4n.info"
+	cold() { umount $mnt; mount /dev/nvme0n1 $mnt && drop; }
+	every S4n cold --filename=$mnt/f --size=32m --rw=randwrite
 }
 s5() {	# tag starvation: ext4 on NVMe with 4 requests; raw null_blk, 2 tags
 	local q=/sys/block/nvme0n1/queue/nr_requests old
@@ -181,7 +205,7 @@ for s in ${SCENARIOS:-S1n S1f S2 S3 S4 S5 S6 S7}; do
 	case $s in
 	S1n) s1 /dev/nvme0n1 n ;;
 	S1f) s1 /dev/mmcblk0 f ;;
-	S2) s2 ;; S3) s3 ;; S4) s4 ;; S5) s5 ;; S6) s6 ;; S7) s7 ;;
+	S2) s2 ;; S3) s3 ;; S4) s4 ;; S4n) s4n ;; S5) s5 ;; S6) s6 ;; S7) s7 ;;
 	esac
 done
 umount $mnt 2>/dev/null

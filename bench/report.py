@@ -24,6 +24,7 @@ SCEN = [
     ('S2', 'writes into unwritten extents + metadata load (NVMe)'),
     ('S3', 'writes into holes within i_size (NVMe)'),
     ('S4', 'overwrites of a fragmented file, cold extent tree, SD + dm-delay 2 ms'),
+    ('S4n', 'overwrites of a fragmented file, cold extent tree (NVMe)'),
     ('S5n', 'ext4 on NVMe, nr_requests 4, iodepth 64 batches'),
     ('S5z', 'raw null_blk, 2 tags, 2 ms completions, iodepth 64'),
     ('S6', 'buffered random reads of a cold file (NVMe)'),
@@ -36,14 +37,15 @@ COLS = [
     ('patched off libaio', 'patched', 'off', 'libaio'),
     ('patched on libaio', 'patched', 'on', 'libaio'),
     ('patched io_uring', 'patched', 'on', 'io_uring'),
-    ('patched on + ext4 pin', None, None, None),
+    ('patched on + ext4 pin', 'patched', 'pin', 'libaio'),
     ('patched psync', 'patched', 'on', 'psync'),
 ]
 # psync, the synchronous reference, runs where a plain pwrite/pread loop
 # is what a user would otherwise write; it has no submission latency.
 PSYNC_SCEN = ('S1n', 'S1f', 'S6')
 PSYNC_NA = 'n/a: psync is run as a reference in S1 and S6 only'
-PIN_NA = 'n/a: the ext4 pin is not implemented yet'
+PIN_SCEN = ('S1n', 'S2', 'S4n')
+PIN_NA = 'n/a: the pin is run in S1n, S2 and S4n (NVMe, ext4)'
 PCTS = ['1.000000', '5.000000', '10.000000', '20.000000', '30.000000',
         '40.000000', '50.000000', '60.000000', '70.000000', '80.000000',
         '90.000000', '95.000000', '99.000000', '99.500000', '99.900000',
@@ -96,6 +98,11 @@ def one_run(base):
             m['call_p999_us'] = float(kv['p999_us'])
             m['quiet_calls'] = int(kv['quiet'])
             m['quiet_p999_us'] = float(kv['quiet_p999_us'])
+        # A pin run whose file was not pinned measured nothing new.
+        if '-pin-' in os.path.basename(base) and (
+                int(kv.get('pinned', 0)) == 0 or int(kv.get('pin_failed', 0))):
+            return None, ('the file was not pinned (%s pinned, %s failed)'
+                          % (kv.get('pinned', 0), kv.get('pin_failed', 0)))
     except (OSError, ValueError, IndexError):
         m['submit_calls'] = None
     return m, None
@@ -169,7 +176,8 @@ def submission_calls(res):
     the quiet ones (neither slept nor preempted)."""
     rows = []
     for s, _ in SCEN:
-        for lbl in ('stock libaio', 'patched off libaio', 'patched on libaio'):
+        for lbl in ('stock libaio', 'patched off libaio', 'patched on libaio',
+                    'patched on + ext4 pin'):
             cl = res[s][lbl]
             if cl.get('runs') and cl.get('call_p999_us') is not None:
                 rows.append('| %s | %s | %.0f%% | %.0f%% | %.0f%% | %.1f | %.1f |' % (
@@ -250,7 +258,20 @@ def targets(res):
             r = on['cpu_us_per_io'] / st['cpu_us_per_io']
             out.append(('S1n', 'CPU per I/O <= 1.1x stock', '%.3fx%s' % (
                 r, vs_off('cpu_us_per_io')), r <= 1.1))
-    out.append(('S2, S4', 'with the ext4 pin: inline, p99.9 <= 1.2x S1', PIN_NA, None))
+    # The ext4 pin (#21): S2 and S4n pinned against pinned S1n, and stock.
+    p1 = c('S1n', 'patched on + ext4 pin')
+    for s in ('S2', 'S4n'):
+        pn, st = c(s, 'patched on + ext4 pin'), c(s, 'stock libaio')
+        if not pn.get('runs') or not p1.get('runs'):
+            out.append((s, 'with the ext4 pin', 'not run', None))
+            continue
+        r = pn['slat_p999_us'] / p1['slat_p999_us']
+        out.append((s, 'with the ext4 pin: slat p99.9 <= 1.2x S1n pinned',
+                    '%.2fx' % r, r <= 1.2))
+        if st.get('runs'):
+            r = pn['iops'] / st['iops']
+            out.append((s, 'with the ext4 pin: IOPS >= stock', '%.3fx' % r,
+                        r >= 1.0))
     return out
 
 
@@ -324,7 +345,7 @@ def main():
     for s, _ in SCEN:
         res[s] = {}
         for lbl, role, mode, eng in COLS:
-            if role is None:
+            if mode == 'pin' and s not in PIN_SCEN:
                 res[s][lbl] = {'runs': 0, 'reason': PIN_NA}
             elif eng == 'psync' and s not in PSYNC_SCEN:
                 res[s][lbl] = {'runs': 0, 'reason': PSYNC_NA}
