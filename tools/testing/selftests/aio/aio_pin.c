@@ -519,7 +519,7 @@ TEST_F_TIMEOUT(pin, removal_paths_refill, AIO_DEV_TEST_TIMEOUT)
 		      offs, NR_CALLS / 4);
 }
 
-TEST_F(pin, lifetime_and_errors)
+TEST_F_TIMEOUT(pin, lifetime_and_errors, AIO_DEV_TEST_TIMEOUT)
 {
 	struct pin_state *st = &self->st;
 	struct move_extent me = { 0 };
@@ -619,7 +619,7 @@ TEST_F(pin, lifetime_and_errors)
 	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
 }
 
-TEST_F(pin, limit)
+TEST_F_TIMEOUT(pin, limit, AIO_DEV_TEST_TIMEOUT)
 {
 	struct pin_state *st = &self->st;
 	char path[sizeof(st->sysfs) + 32];
