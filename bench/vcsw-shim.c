@@ -110,10 +110,11 @@ __attribute__((constructor)) static void setup(void)
 /* $SHIM_PIN: pin a regular file just opened O_DIRECT for writing. */
 static void maybe_pin(int fd, int flags)
 {
+	const char *pin = getenv("SHIM_PIN");
 	struct stat st;
 	int saved = errno;
 
-	if (fd < 0 || !getenv("SHIM_PIN") || !(flags & O_DIRECT) ||
+	if (fd < 0 || !pin || !*pin || !(flags & O_DIRECT) ||
 	    (flags & O_ACCMODE) == O_RDONLY || fstat(fd, &st) ||
 	    !S_ISREG(st.st_mode))
 		return;
