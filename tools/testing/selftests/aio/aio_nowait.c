@@ -115,22 +115,11 @@ static void make_file(struct __test_metadata *_metadata,
 		      struct nowait_state *st)
 {
 	char path[sizeof(st->mnt) + 8];
-	int fd, i;
 
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
-	fd = open(path, O_WRONLY | O_CREAT, 0600);
-	ASSERT_LE(0, fd);
 	st->file_seed = aio_new_seed();
-	for (i = 0; i < FRAG_BLOCKS; i += 2) {
-		aio_fill_pattern(st->buf, BLK, st->file_seed, (off_t)i * BLK);
-		ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, (off_t)i * BLK));
-	}
-	ASSERT_EQ(0, fsync(fd));
-	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0,
-			       (off_t)FRAG_BLOCKS * BLK));
-	ASSERT_EQ(0, ftruncate(fd, FILE_LEN));
-	ASSERT_EQ(0, fsync(fd));
-	close(fd);
+	ASSERT_EQ(0, aio_make_frag_file(path, FRAG_BLOCKS, HOLE_BLOCKS, BLK,
+					st->file_seed, st->buf));
 }
 
 /*
@@ -338,23 +327,6 @@ static void check_ranges(struct __test_metadata *_metadata,
 	}
 }
 
-/* Fisher-Yates: @n distinct blocks of parity @odd among FRAG_BLOCKS. */
-static void pick_blocks(off_t *offs, int n, bool odd)
-{
-	static int idx[FRAG_BLOCKS / 2];
-	int i, j, t;
-
-	for (i = 0; i < FRAG_BLOCKS / 2; i++)
-		idx[i] = i;
-	for (i = 0; i < n; i++) {
-		j = i + random() % (FRAG_BLOCKS / 2 - i);
-		t = idx[i];
-		idx[i] = idx[j];
-		idx[j] = t;
-		offs[i] = (off_t)(2 * idx[i] + odd) * BLK;
-	}
-}
-
 static const char *const reasons[] = {
 	"cache_miss", "lock", "privs", "allocation", "journal", "span",
 };
@@ -429,7 +401,7 @@ TEST_F_TIMEOUT(nowait, cold_overwrites, AIO_DEV_TEST_TIMEOUT)
 	int slept;
 
 	srandom(seed);
-	pick_blocks(offs, 3 * NR_CALLS, false);
+	aio_pick_blocks(offs, 3 * NR_CALLS, FRAG_BLOCKS, false, BLK);
 	remount_cold(_metadata, st, variant->fstype, variant->busy);
 	run_turn(_metadata, st, LIBAIO, true, "cold overwrites", offs,
 		 NR_CALLS, BLK, "cache_miss");
@@ -466,7 +438,7 @@ TEST_F_TIMEOUT(nowait, cold_reads, AIO_DEV_TEST_TIMEOUT)
 	struct nowait_state *st = &self->st;
 
 	srandom(aio_new_seed());
-	pick_blocks(offs, 2 * NR_CALLS, false);
+	aio_pick_blocks(offs, 2 * NR_CALLS, FRAG_BLOCKS, false, BLK);
 	remount_cold(_metadata, st, variant->fstype, variant->busy);
 	run_turn(_metadata, st, LIBAIO, false, "cold reads", offs, NR_CALLS,
 		 BLK, "cache_miss");
@@ -508,7 +480,7 @@ TEST_F_TIMEOUT(nowait, unwritten_writes, AIO_DEV_TEST_TIMEOUT)
 	int i;
 
 	srandom(aio_new_seed());
-	pick_blocks(offs, 2 * NR_CALLS, true);
+	aio_pick_blocks(offs, 2 * NR_CALLS, FRAG_BLOCKS, true, BLK);
 	warm_extents(_metadata, st);
 	refused = run_turn(_metadata, st, LIBAIO, true, "unwritten", offs,
 			   NR_CALLS, BLK, NULL);

@@ -114,26 +114,15 @@ static void file_path(struct pin_state *st, const char *name, char *path,
 	snprintf(path, len, "%s/%s", st->mnt, name);
 }
 
-/* Even blocks written (@seed's pattern), odd ones unwritten, a hole. */
+/* make_frag_file() of FRAG_BLOCKS and HOLE_BLOCKS, in the mount. */
 static void make_file(struct __test_metadata *_metadata,
 		      struct pin_state *st, const char *name, uint64_t seed)
 {
 	char path[sizeof(st->mnt) + 16];
-	int fd, i;
 
 	file_path(st, name, path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	ASSERT_LE(0, fd);
-	for (i = 0; i < FRAG_BLOCKS; i += 2) {
-		aio_fill_pattern(st->buf, BLK, seed, (off_t)i * BLK);
-		ASSERT_EQ(BLK, pwrite(fd, st->buf, BLK, (off_t)i * BLK));
-	}
-	ASSERT_EQ(0, fsync(fd));
-	ASSERT_EQ(0, fallocate(fd, FALLOC_FL_KEEP_SIZE, 0,
-			       (off_t)FRAG_BLOCKS * BLK));
-	ASSERT_EQ(0, ftruncate(fd, FILE_LEN));
-	ASSERT_EQ(0, fsync(fd));
-	close(fd);
+	ASSERT_EQ(0, aio_make_frag_file(path, FRAG_BLOCKS, HOLE_BLOCKS, BLK,
+					seed, st->buf));
 }
 
 static int open_file(struct pin_state *st, const char *name, int flags)
@@ -315,23 +304,6 @@ static void evict(struct __test_metadata *_metadata, int fd)
 	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_CLEAR_ES_CACHE));
 }
 
-/* Fisher-Yates: @n distinct blocks of parity @odd among FRAG_BLOCKS. */
-static void pick_blocks(off_t *offs, int n, bool odd)
-{
-	static int idx[FRAG_BLOCKS / 2];
-	int i, j, t;
-
-	for (i = 0; i < FRAG_BLOCKS / 2; i++)
-		idx[i] = i;
-	for (i = 0; i < n; i++) {
-		j = i + random() % (FRAG_BLOCKS / 2 - i);
-		t = idx[i];
-		idx[i] = idx[j];
-		idx[j] = t;
-		offs[i] = (off_t)(2 * idx[i] + odd) * BLK;
-	}
-}
-
 struct turn {
 	int slept;	/* calls with a voluntary context switch */
 	long inline_nr;	/* aio.stat "inline" over the turn (libaio) */
@@ -452,11 +424,11 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 					(long long)gap);
 
 	/* The first write after the remount included. */
-	pick_blocks(offs, NR_CALLS, false);
+	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, false, BLK);
 	expect_inline(_metadata, st, "pinned overwrites", offs, NR_CALLS);
 
 	/* Unwritten blocks: the NOWAIT split may refuse a few. */
-	pick_blocks(offs, NR_CALLS, true);
+	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, true, BLK);
 	t = write_turn(_metadata, st, false, offs, NR_CALLS);
 	TH_LOG("pinned unwritten writes: %d slept, %ld inline, %ld refused",
 	       t.slept, t.inline_nr, t.refused);
@@ -471,7 +443,7 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 	evict(_metadata, st->fd);
 	gap = es_covered(st->fd, FILE_LEN);
 	EXPECT_GT(FILE_LEN, gap) TH_LOG("unpinned: the map was not evicted");
-	pick_blocks(offs, NR_CALLS, false);
+	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, false, BLK);
 	t = write_turn(_metadata, st, false, offs, NR_CALLS);
 	TH_LOG("control, unpinned: %d slept, %ld inline, ext4 refused %ld",
 	       t.slept, t.inline_nr, t.refused);

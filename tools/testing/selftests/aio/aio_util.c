@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/userfaultfd.h>
@@ -420,6 +421,49 @@ int aio_dm_create(const char *name, const char *table)
 	ret = aio_run(argv);
 
 	return ret ? ret : aio_run(mknodes);
+}
+
+int aio_make_frag_file(const char *path, int nblocks, int hole_blocks,
+		       size_t blk, uint64_t seed, void *buf)
+{
+	int fd, i, err = 0;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < nblocks && !err; i += 2) {
+		aio_fill_pattern(buf, blk, seed, (off_t)i * blk);
+		if (pwrite(fd, buf, blk, (off_t)i * blk) != (ssize_t)blk)
+			err = errno ? -errno : -EIO;
+	}
+	if (!err && (fsync(fd) ||
+		     fallocate(fd, FALLOC_FL_KEEP_SIZE, 0,
+			       (off_t)nblocks * blk) ||
+		     ftruncate(fd, (off_t)(nblocks + hole_blocks) * blk) ||
+		     fsync(fd)))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+void aio_pick_blocks(off_t *offs, int n, int nblocks, bool odd, size_t blk)
+{
+	int half = nblocks / 2, i, j, t;
+	int *idx = malloc(sizeof(*idx) * half);
+
+	if (!idx)
+		abort();
+	/* Fisher-Yates over the blocks of that parity. */
+	for (i = 0; i < half; i++)
+		idx[i] = i;
+	for (i = 0; i < n && i < half; i++) {
+		j = i + random() % (half - i);
+		t = idx[i];
+		idx[i] = idx[j];
+		idx[j] = t;
+		offs[i] = (off_t)(2 * idx[i] + odd) * blk;
+	}
+	free(idx);
 }
 
 int aio_dm_linear(const char *name, const char *dev, uint64_t start,

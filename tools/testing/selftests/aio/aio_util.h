@@ -167,6 +167,16 @@ int aio_mkfs(const char *dev, const char *fstype);
 int aio_dm_create(const char *name, const char *table);
 int aio_dm_remove(const char *name);
 /* A dm-linear NAME of @len bytes of @dev from byte @start: as aio_run(). */
+/*
+ * A file of @nblocks one-block extents of @blk bytes at @path: the even
+ * blocks written with @seed's pattern (through @buf, @blk bytes), the odd
+ * ones fallocated (unwritten), then @hole_blocks of hole within i_size;
+ * fsync()ed.  0 or -errno.
+ */
+int aio_make_frag_file(const char *path, int nblocks, int hole_blocks,
+		       size_t blk, uint64_t seed, void *buf);
+/* @n distinct offsets of blocks of parity @odd among @nblocks, random. */
+void aio_pick_blocks(off_t *offs, int n, int nblocks, bool odd, size_t blk);
 int aio_dm_linear(const char *name, const char *dev, uint64_t start,
 		  uint64_t len);
 /*
