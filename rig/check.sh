@@ -24,8 +24,16 @@ fi
 classes=${CLASSES:-nvme flash nullb}
 export NAME=${NAME:-check}
 
+# The tests build against this tree's uapi (linux/ext4.h is newer than
+# the host's, and carries the series' ioctls), exported by "make headers"
+# into the kernel's object directory as kselftest expects.
+obj=$top/build/$kernel/obj
+echo "  HDRS    build/$kernel/obj/usr/include"
+make -s -C "$src" O="$obj" headers >/dev/null ||
+	{ echo "check.sh: make headers failed" >&2; exit 1; }
+khdr="KHDR_INCLUDES=-isystem$obj/usr/include"
 echo "  KSFT    build tools/testing/selftests/aio"
-make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" USERCFLAGS="$ksft_cflags" all >/dev/null ||
+make -s -C "$src/tools/testing/selftests" TARGETS=aio O="$kst" "$khdr" USERCFLAGS="$ksft_cflags" all >/dev/null ||
 	{ echo "check.sh: selftests do not build" >&2; exit 1; }
 
 # The rig must be able to fail: a failing guest command and a kernel
@@ -54,7 +62,7 @@ fi
 cmd="set -e; for c in $classes; do
 	case \$c in nvme) d=/dev/nvme0n1 ;; flash) d=/dev/mmcblk0 ;; nullb) d=/dev/nullb0 ;; esac
 	echo \"### aio-check class=\$c dev=\$d\"
-	$ksft_env AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst run_tests
+	$ksft_env AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst $khdr run_tests
 done${CHECK_EPILOGUE:+; $CHECK_EPILOGUE}"
 echo "  RUN     aio selftests on: $classes"
 KERNEL=$kernel QUIET=${QUIET:-1} TIMEOUT=$((1800 * scale)) "$top/rig/vm.sh" "$cmd"
