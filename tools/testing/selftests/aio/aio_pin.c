@@ -26,14 +26,20 @@
  *				still covers the file and overwrites stay
  *				inline.
  *   lifetime_and_errors	the pin is the open file's (GETSTATE, close,
- *				two files), idempotent, needs
- *				CAP_SYS_RESOURCE and is refused where it
- *				cannot work; MOVE_EXT, migration to block maps
- *				and chattr +j of a pinned file fail with EBUSY.
+ *				two files), idempotent, needs no capability
+ *				and is refused where it cannot work; MOVE_EXT,
+ *				migration to block maps and chattr +j of a
+ *				pinned file fail with EBUSY.
  *   limit			es_pin_max_extents: over it a pin fails with
  *				ENOMEM and pins nothing; junk is refused and
  *				changes nothing; es_pinned_extents counts and
  *				goes back to 0.
+ *   charge			a file of BIG_EXTENTS extents pinned from a
+ *				cgroup: over its memory.max the pin fails with
+ *				ENOMEM, pins nothing and kills nothing; pinned,
+ *				memory.stat's slab_reclaimable carries the
+ *				entries, and so it does for entries another
+ *				cgroup's process adds; unpin gives it back.
  *
  * ext4 on NVMe only: on SD the offload hands every direct write off
  * before ext4 sees it, so there is nothing to claim there, and the
@@ -52,6 +58,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
@@ -73,6 +80,7 @@
 #endif
 
 #define DROP_CACHES	"/proc/sys/vm/drop_caches"
+#define CG_ROOT		"/sys/fs/cgroup"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
 #define BLK		4096
 #define FRAG_BLOCKS	8192	/* one extent each: >= 8k extents */
@@ -81,6 +89,11 @@
 #define NR_CALLS	512
 #define BUF_LEN		(2 << 20)
 #define NOWAIT_EVENT	"ext4/ext4_dio_nowait_eagain"
+/* charge: extents pinned, then added by another cgroup; entry size */
+#define BIG_EXTENTS	100000
+#define GROW_EXTENTS	50000
+#define ES_SIZE		40	/* sizeof(struct extent_status), x86-64 */
+#define STAT_SLACK	(1024 * 1024) /* memcg stats flush in batches */
 #define NOWAIT_LINE	"ext4_dio_nowait_eagain:"
 
 struct pin_state {
@@ -93,6 +106,7 @@ struct pin_state {
 	int fd;
 	bool tracing;
 	long old_max;		/* es_pin_max_extents before a test set it */
+	char cg[64];		/* a cgroup the test made, to remove */
 };
 
 /* _PARENT teardown: see the note in aio_util.h */
@@ -130,7 +144,7 @@ static int open_file(struct pin_state *st, const char *name, int flags)
 	char path[sizeof(st->mnt) + 16];
 
 	file_path(st, name, path, sizeof(path));
-	return open(path, flags);
+	return open(path, flags, 0600);
 }
 
 FIXTURE_SETUP(pin)
@@ -198,13 +212,16 @@ FIXTURE_TEARDOWN_PARENT(pin)
 	}
 	if (st->mnt[0] && aio_scratch_umount(st->mnt))
 		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
+	/* The test's process, which was in it, has exited. */
+	if (st->cg[0] && rmdir(st->cg))
+		TH_LOG("rmdir %s: %s", st->cg, strerror(errno));
 }
 
 /*
- * In a child without CAP_SYS_RESOURCE in its effective set: the errno of
- * a pin of @fd, 0 if it succeeded (then unpinned), or -1.
+ * In a child with no capability in its effective set: the errno of a pin
+ * of @fd, 0 if it succeeded (then unpinned), or -1.
  */
-static int pin_without_cap(int fd)
+static int pin_without_caps(int fd)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
@@ -219,8 +236,8 @@ static int pin_without_cap(int fd)
 	if (!pid) {
 		if (syscall(SYS_capget, &hdr, data))
 			_exit(255);
-		data[CAP_TO_INDEX(CAP_SYS_RESOURCE)].effective &=
-			~CAP_TO_MASK(CAP_SYS_RESOURCE);
+		data[0].effective = 0;
+		data[1].effective = 0;
 		if (syscall(SYS_capset, &hdr, data))
 			_exit(255);
 		err = ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0;
@@ -526,7 +543,10 @@ TEST_F_TIMEOUT(pin, lifetime_and_errors, AIO_DEV_TEST_TIMEOUT)
 	close(dir);
 	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_UNPIN_EXTENTS));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(EPERM, pin_without_cap(fd));
+	EXPECT_FALSE(pinned(ro));
+
+	/* Charged to the caller's cgroup: no privilege needed. */
+	EXPECT_EQ(0, pin_without_caps(fd));
 	EXPECT_FALSE(pinned(ro));
 
 	/* Pinned by fd (twice: one pin), then by fd2 too. */
@@ -627,6 +647,118 @@ TEST_F_TIMEOUT(pin, limit, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_GE(4 * FRAG_BLOCKS, pinned_nr);
 	close(fd);
 	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+}
+
+/* Fallocate blocks @first, @first + 2, ...: @n extents and the holes. */
+static int fallocate_every_other(int fd, long first, long n)
+{
+	long i;
+
+	for (i = 0; i < n; i++)
+		if (fallocate(fd, 0, (off_t)(first + 2 * i) * BLK, BLK))
+			return -errno;
+	return 0;
+}
+
+static long long cg_stat(struct pin_state *st, const char *file,
+			 const char *key)
+{
+	char path[sizeof(st->cg) + 32];
+	long v;
+
+	snprintf(path, sizeof(path), "%s/%s", st->cg, file);
+	if (key)
+		return aio_read_key(path, key);
+	return aio_read_long(path, &v) ? -1 : v;
+}
+
+static int cg_set(const char *cg, const char *file, long long val)
+{
+	char path[128], num[32];
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	if (val < 0)
+		return aio_write_file(path, "max");
+	snprintf(num, sizeof(num), "%lld", val);
+	return aio_write_file(path, num);
+}
+
+/* In a child in the root cgroup: extend @fd's map by GROW_EXTENTS. */
+static int grow_from_root_cgroup(int fd, long first)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(cg_set(CG_ROOT, "cgroup.procs", getpid()) ||
+		      fallocate_every_other(fd, first, GROW_EXTENTS));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status) ? -1 : 0;
+}
+
+TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
+{
+	struct pin_state *st = &self->st;
+	long long base, cur, charged, grown, after;
+	long entries, added;
+	int fd;
+
+	if (variant->busy)
+		SKIP(return, "the interface: on the idle variant");
+	if (aio_write_file(CG_ROOT "/cgroup.subtree_control", "+memory"))
+		SKIP(return, "no memory controller");
+	snprintf(st->cg, sizeof(st->cg), CG_ROOT "/aio_pin.%d", getpid());
+	ASSERT_EQ(0, mkdir(st->cg, 0755)) TH_LOG("%s: %s", st->cg,
+						 strerror(errno));
+	ASSERT_EQ(0, cg_set(st->cg, "cgroup.procs", getpid()));
+	fd = open_file(st, "big", O_RDWR | O_CREAT);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fallocate_every_other(fd, 0, BIG_EXTENTS));
+	base = cg_stat(st, "memory.stat", "slab_reclaimable");
+	ASSERT_LE(0, base);
+
+	/* Over memory.max: refused after reclaim, nothing pinned or killed. */
+	cur = cg_stat(st, "memory.current", NULL);
+	ASSERT_LT(0, cur);
+	ASSERT_EQ(0, cg_set(st->cg, "memory.max", cur + 1024 * 1024));
+	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	EXPECT_EQ(ENOMEM, errno);
+	ASSERT_EQ(0, cg_set(st->cg, "memory.max", -1));
+	EXPECT_FALSE(pinned(fd));
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+	EXPECT_EQ(0, cg_stat(st, "memory.events", "oom_kill"));
+
+	/* Pinned: the entries are this cgroup's. */
+	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+	entries = sysfs_long(st, "es_pinned_extents");
+	EXPECT_LE(2 * BIG_EXTENTS, entries);
+	charged = cg_stat(st, "memory.stat", "slab_reclaimable") - base;
+	TH_LOG("%ld entries pinned, slab_reclaimable +%lld bytes", entries,
+	       charged);
+	EXPECT_LE(entries * ES_SIZE - STAT_SLACK, charged);
+
+	/* Entries another cgroup's process adds are charged here too. */
+	ASSERT_EQ(0, grow_from_root_cgroup(fd, 2 * BIG_EXTENTS));
+	added = sysfs_long(st, "es_pinned_extents") - entries;
+	grown = cg_stat(st, "memory.stat", "slab_reclaimable") - base -
+		charged;
+	TH_LOG("%ld entries added from the root cgroup, +%lld bytes here",
+	       added, grown);
+	EXPECT_LE(2 * GROW_EXTENTS - 2, added);
+	EXPECT_LE(added * ES_SIZE - STAT_SLACK, grown);
+
+	/* Unpin frees them, and the charge goes. */
+	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_UNPIN_EXTENTS));
+	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+	after = cg_stat(st, "memory.stat", "slab_reclaimable") - base;
+	TH_LOG("after unpin: slab_reclaimable %+lld bytes", after);
+	EXPECT_GT(STAT_SLACK, after);
+	close(fd);
+	EXPECT_EQ(0, cg_set(CG_ROOT, "cgroup.procs", getpid()));
 }
 
 TEST_HARNESS_MAIN
