@@ -13,11 +13,24 @@
 # files that several patches add lines to (MAINTAINERS): "X.patch:REGEX"
 # in an earlier patch takes only the added lines of X.patch that match
 # REGEX; the patch that names plain X.patch (the last one) completes it.
+# A name under a listed directory/ that another patch lists by itself
+# belongs to that other patch.
+#
+# A file that a later patch changes again (a feature built on an earlier
+# patch's changes to the same file) is listed in the earlier patch, and
+# the later one has its part in rig/series/NNNN-name.d/K.diff (K the
+# file's kernel path): the diff from the file as of the patches before
+# it to the file as of this one.  The file as of a patch is the overlay's
+# with the parts of all later patches reverse-applied, latest first.
+# "make refresh" remakes the parts from the edits it brings back (see
+# cmd_parts), so they are never edited by hand either.
 #
 #   export      commit each patch on base in build/series/linux and write
 #               git format-patch output to build/series/patches/
 #   checkpatch  export, then scripts/checkpatch.pl --strict on every patch
 #   build       export, then build the kernel at every step
+#   parts       remake the parts for the edits in build/patched/linux
+#               since its HEAD (run by "tree.sh refresh")
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,17 +45,57 @@ export GIT_COMMITTER_NAME=$GIT_AUTHOR_NAME GIT_COMMITTER_EMAIL=$GIT_AUTHOR_EMAIL
 export GIT_AUTHOR_DATE='2025-01-01T00:00:00Z' GIT_COMMITTER_DATE='2025-01-01T00:00:00Z'
 
 die() { echo "series.sh: $*" >&2; exit 1; }
-entries() { find "$sdir" -maxdepth 1 -name '[0-9][0-9][0-9][0-9]-*' | LC_ALL=C sort; }
-# A name ending in / stands for every overlay file under that directory.
-# With "plain", leave out the X.patch:REGEX partial listings.
+entries() { find "$sdir" -maxdepth 1 -type f -name '[0-9][0-9][0-9][0-9]-*' | LC_ALL=C sort; }
+# Names every patch lists one by one (not through a directory/).
+named_files() { sed -n 's/^Files://p' $(entries) | tr ' ' '\n' | grep -v '/$' | grep . || true; }
+# A name ending in / stands for every overlay file under that directory
+# that no patch names by itself.  With "plain", leave out the
+# X.patch:REGEX partial listings.
 files_of() {
-	local f
+	local f named
+	named=$(named_files)
 	for f in $(sed -n 's/^Files://p' "$1"); do
 		[ "${2:-}" = plain ] && [[ $f == *.patch:* ]] && continue
 		case $f in
-		*/) "$top/rig/tree.sh" list | grep "^$f" || die "$(basename "$1"): nothing under $f" ;;
+		*/) "$top/rig/tree.sh" list | grep "^$f" | grep -vxF -f <(echo "$named") ||
+			die "$(basename "$1"): nothing under $f" ;;
 		*) echo "$f" ;;
 		esac
+	done
+}
+
+# Parts (rig/series/NNNN-name.d/K.diff), in patch order.
+all_parts() {
+	find "$sdir" -mindepth 2 -path "$sdir/[0-9][0-9][0-9][0-9]-*.d/*" -name '*.diff' |
+		LC_ALL=C sort
+}
+part_entry() { local p=${1#"$sdir"/}; echo "$sdir/${p%%.d/*}"; }
+part_path() { local p=${1#"$sdir"/*.d/}; echo "${p%.diff}"; }
+# parts_after ENTRY K: K's parts of the patches after ENTRY, latest first.
+parts_after() {
+	local p
+	for p in $(all_parts | LC_ALL=C sort -r); do
+		[ "$(part_path "$p")" = "$2" ] || continue
+		[[ "$(part_entry "$p")" > "$1" ]] && echo "$p"
+	done
+	return 0
+}
+# unapply FILE K PART: reverse-apply PART (a diff of K) to FILE in place.
+unapply() {
+	local d
+	d=$(mktemp -d)
+	mkdir -p "$d/$(dirname "$2")"
+	cp "$1" "$d/$2"
+	(cd "$d" && git apply -R "$3") || { rm -rf "$d"; return 1; }
+	cp "$d/$2" "$1"
+	rm -rf "$d"
+}
+# file_at ENTRY K OUT: K as of patch ENTRY (the overlay's, less later parts).
+file_at() {
+	local p
+	git -C "$tree" show "HEAD:$2" >"$3"
+	for p in $(parts_after "$1" "$2"); do
+		unapply "$3" "$2" "$p" || die "$(basename "$1"): ${p#"$top"/} does not reverse-apply to $2"
 	done
 }
 
@@ -54,7 +107,7 @@ partial() {
 cmd_export() {
 	"$top/rig/tree.sh" sync >/dev/null
 	# Every overlay file in exactly one patch, and no unknown names.
-	local listed dup missing e f k re n=0
+	local listed dup missing e f k p re n=0
 	local -A taken=()
 	listed=$(for e in $(entries); do files_of "$e" plain; done | LC_ALL=C sort)
 	dup=$(uniq -d <<<"$listed")
@@ -91,8 +144,15 @@ $missing
 			*)
 				k=${f%.patch}
 				mkdir -p "$wt/$(dirname "$k")"
-				git -C "$tree" show "HEAD:$k" >"$wt/$k" ;;
+				file_at "$e" "$k" "$wt/$k" ;;
 			esac
+			git -C "$wt" add -A -- "$k"
+		done
+		for p in $(all_parts); do
+			[ "$(part_entry "$p")" = "$e" ] || continue
+			k=$(part_path "$p")
+			[ -e "$wt/$k" ] || die "$(basename "$e"): a part of $k, which no earlier patch has"
+			file_at "$e" "$k" "$wt/$k"
 			git -C "$wt" add -A -- "$k"
 		done
 		{ sed '/^Files:/d' "$e" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
@@ -148,7 +208,45 @@ cmd_build() {
 	echo "  SERIES  all $i steps build"
 }
 
+# Remake the parts of each file edited in build/patched/linux since its
+# HEAD (the overlay the parts were made for), latest part first.  The file
+# before a part (old) is the HEAD version less the part; the new one takes
+# the edit by a three-way merge (git merge-file, old as ours, HEAD as base,
+# the edited file as theirs), where a conflict means the edit is in the
+# part's own lines and the part keeps it (--ours).  An edit next to a
+# part's lines may so end up in the part: "make series-check" shows each
+# step's diff for review.
+cmd_parts() {
+	local k p d v vb w wb
+	d=$(mktemp -d)
+	trap 'rm -rf "$d"; trap - RETURN' RETURN
+	for k in $(for p in $(all_parts); do part_path "$p"; done | LC_ALL=C sort -u); do
+		git -C "$tree" cat-file -e "HEAD:$k" 2>/dev/null || continue
+		[ -e "$tree/$k" ] || continue
+		git -C "$tree" show "HEAD:$k" >"$d/v"
+		cmp -s "$d/v" "$tree/$k" && continue
+		cp "$tree/$k" "$d/w"
+		for p in $(all_parts | LC_ALL=C sort -r); do
+			[ "$(part_path "$p")" = "$k" ] || continue
+			cp "$d/v" "$d/vb"
+			unapply "$d/vb" "$k" "$p" || die "${p#"$top"/} does not reverse-apply to $k as last synced"
+			cp "$d/vb" "$d/wb"
+			git merge-file -q --ours "$d/wb" "$d/v" "$d/w" || true
+			diff -u --label "a/$k" --label "b/$k" "$d/wb" "$d/w" >"$p.new" || true
+			if [ -s "$p.new" ]; then
+				cmp -s "$p.new" "$p" || echo "  PART    ${p#"$top"/}"
+				mv "$p.new" "$p"
+			else
+				rm -f "$p.new" "$p"
+				echo "  DROP    ${p#"$top"/} (no change left)"
+			fi
+			mv "$d/vb" "$d/v"
+			mv "$d/wb" "$d/w"
+		done
+	done
+}
+
 case ${1:-} in
-export | checkpatch | build) "cmd_$1" ;;
-*) die "usage: series.sh export|checkpatch|build" ;;
+export | checkpatch | build | parts) "cmd_$1" ;;
+*) die "usage: series.sh export|checkpatch|build|parts" ;;
 esac

@@ -134,6 +134,8 @@ cmd_refresh() {
 	# Overlay changes not yet in the tree (a pull, a new file) go in
 	# first, so that exporting the tree cannot drop them.
 	cmd_sync
+	# The series' parts follow the edits (rig/series.sh).
+	"$top/rig/series.sh" parts
 	local k f n=0
 	# Everything that differs from base in the work tree, new files too.
 	g add -A .
