@@ -118,9 +118,10 @@ $missing
 (left column: listed but no such overlay file; right: not in any patch)"
 
 	if [ -e "$wt/.git" ]; then
-		git -C "$wt" checkout -q --detach base
-		git -C "$wt" reset -q --hard base
+		# A failed export may have left changes behind.
+		git -C "$wt" reset -q --hard
 		git -C "$wt" clean -fdq
+		git -C "$wt" checkout -q --detach base
 	else
 		mkdir -p "$(dirname "$wt")"
 		git -C "$tree" worktree add -q --detach "$wt" base
