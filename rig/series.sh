@@ -29,8 +29,9 @@
 #               git format-patch output to build/series/patches/
 #   checkpatch  export, then scripts/checkpatch.pl --strict on every patch
 #   build       export, then build the kernel at every step
-#   parts       remake the parts for the edits in build/patched/linux
-#               since its HEAD (run by "tree.sh refresh")
+#   parts [K...] remake the parts for the edits in build/patched/linux
+#               since its HEAD, of files K or all (run by tree.sh sync
+#               for the files it brings in, and by tree.sh refresh)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -218,14 +219,25 @@ cmd_build() {
 # part's lines may so end up in the part: "make series-check" shows each
 # step's diff for review.
 cmd_parts() {
-	local k p d v vb w wb
+	local k p d v vb w wb ok
 	d=$(mktemp -d)
 	trap 'rm -rf "$d"; trap - RETURN' RETURN
 	for k in $(for p in $(all_parts); do part_path "$p"; done | LC_ALL=C sort -u); do
+		# Only the paths given (tree.sh sync: the files it brings in).
+		[ $# = 0 ] || printf '%s\n' "$@" | grep -qxF "$k" || continue
 		git -C "$tree" cat-file -e "HEAD:$k" 2>/dev/null || continue
 		[ -e "$tree/$k" ] || continue
 		git -C "$tree" show "HEAD:$k" >"$d/v"
 		cmp -s "$d/v" "$tree/$k" && continue
+		# Parts that still reverse-apply (an edit elsewhere, or parts
+		# that came with the edit, as in a pull) are left alone.
+		cp "$tree/$k" "$d/w"
+		ok=1
+		for p in $(all_parts | LC_ALL=C sort -r); do
+			[ "$(part_path "$p")" = "$k" ] || continue
+			unapply "$d/w" "$k" "$p" 2>/dev/null || { ok=0; break; }
+		done
+		[ $ok = 1 ] && continue
 		cp "$tree/$k" "$d/w"
 		for p in $(all_parts | LC_ALL=C sort -r); do
 			[ "$(part_path "$p")" = "$k" ] || continue
@@ -248,6 +260,6 @@ cmd_parts() {
 }
 
 case ${1:-} in
-export | checkpatch | build | parts) "cmd_$1" ;;
+export | checkpatch | build | parts) cmd=$1; shift; "cmd_$cmd" "$@" ;;
 *) die "usage: series.sh export|checkpatch|build|parts" ;;
 esac

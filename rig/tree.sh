@@ -96,7 +96,7 @@ changed_vs_base() { g diff --name-only --no-renames base "$@"; }
 
 cmd_sync() {
 	cmd_extract
-	local tmp k want head work conflicts=()
+	local tmp k want head work conflicts=() synced=()
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"; trap - RETURN' RETURN
 	expected_tree "$tmp"
@@ -121,12 +121,15 @@ cmd_sync() {
 			g show "base:$k" >"$tree/$k"
 		fi
 		echo "  SYNC    $k"
+		synced+=("$k")
 		g add -A -- "$k"
 	done
 	if [ ${#conflicts[@]} -gt 0 ]; then
 		printf '  CONFLICT %s\n' "${conflicts[@]}" >&2
 		die "these files were edited in build/patched/linux and changed in the repo too; run 'make refresh' (keeps the tree) or 'git -C build/patched/linux checkout HEAD -- FILE' (keeps the repo), then retry"
 	fi
+	# The series' parts follow files edited in the repo (rig/series.sh).
+	[ ${#synced[@]} = 0 ] || "$top/rig/series.sh" parts "${synced[@]}"
 	g diff --cached --quiet || g commit -q -m overlay
 }
 
