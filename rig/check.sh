@@ -62,10 +62,16 @@ fi
 cmd="set -e; for c in $classes; do
 	case \$c in nvme) d=/dev/nvme0n1 ;; flash) d=/dev/mmcblk0 ;; nullb) d=/dev/nullb0 ;; esac
 	echo \"### aio-check class=\$c dev=\$d\"
+	s=\$(date +%s)
 	$ksft_env AIO_TEST_DEV=\$d AIO_TEST_CLASS=\$c make -s -C $src/tools/testing/selftests TARGETS=aio O=$kst $khdr run_tests
+	echo \"### aio-check-time class=\$c seconds=\$((\$(date +%s) - s))\"
 done${CHECK_EPILOGUE:+; $CHECK_EPILOGUE}"
 echo "  RUN     aio selftests on: $classes"
-KERNEL=$kernel QUIET=${QUIET:-1} TIMEOUT=$((1800 * scale)) "$top/rig/vm.sh" "$cmd"
+KERNEL=$kernel QUIET=${QUIET:-1} TIMEOUT=$((2700 * scale)) "$top/rig/vm.sh" "$cmd"
 vmrc=$?
+# How long each class took, against the guest's timeout.
+sed -n 's/^### aio-check-time class=\(.*\) seconds=\(.*\)/  TIME    \1: \2 s/p' \
+	"$top/build/vm/$NAME/out/cmd.log" 2>/dev/null
+echo "  TIME    guest timeout $((2700 * scale)) s"
 python3 "$top/rig/ksft-summary.py" "$top/build/vm/$NAME/out/cmd.log" --vm-rc "$vmrc" \
 	--extra "rig:$rig_pass:$rig_fail"

@@ -26,8 +26,9 @@
  *				still covers the file and overwrites stay
  *				inline.
  *   lifetime_and_errors	the pin is the open file's (GETSTATE, close,
- *				two files), idempotent, needs no capability
- *				and is refused where it cannot work; MOVE_EXT,
+ *				two files), idempotent, needs CAP_SYS_RESOURCE
+ *				from the root cgroup (nothing to charge) and is
+ *				refused where it cannot work; MOVE_EXT,
  *				migration to block maps and chattr +j of a
  *				pinned file fail with EBUSY.
  *   limit			es_pin_max_extents: over it a pin fails with
@@ -39,7 +40,8 @@
  *				ENOMEM, pins nothing and kills nothing; pinned,
  *				memory.stat's slab_reclaimable carries the
  *				entries, and so it does for entries another
- *				cgroup's process adds; unpin gives it back.
+ *				cgroup's process adds; unpin gives it back;
+ *				from the cgroup, no capability is needed.
  *
  * ext4 on NVMe only: on SD the offload hands every direct write off
  * before ext4 sees it, so there is nothing to claim there, and the
@@ -70,14 +72,6 @@
 
 #include "../kselftest_harness.h"
 #include "aio_util.h"
-
-#ifndef EXT4_IOC_PIN_EXTENTS
-#define EXT4_IOC_PIN_EXTENTS		_IO('f', 45)
-#define EXT4_IOC_UNPIN_EXTENTS		_IO('f', 46)
-#endif
-#ifndef EXT4_STATE_FLAG_EXT_PINNED
-#define EXT4_STATE_FLAG_EXT_PINNED	0x00000010
-#endif
 
 #define DROP_CACHES	"/proc/sys/vm/drop_caches"
 #define CG_ROOT		"/sys/fs/cgroup"
@@ -545,8 +539,8 @@ TEST_F_TIMEOUT(pin, lifetime_and_errors, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(EINVAL, errno);
 	EXPECT_FALSE(pinned(ro));
 
-	/* Charged to the caller's cgroup: no privilege needed. */
-	EXPECT_EQ(0, pin_without_caps(fd));
+	/* From the root cgroup nothing is charged: a privilege is. */
+	EXPECT_EQ(EPERM, pin_without_caps(fd));
 	EXPECT_FALSE(pinned(ro));
 
 	/* Pinned by fd (twice: one pin), then by fd2 too. */
@@ -757,6 +751,9 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	after = cg_stat(st, "memory.stat", "slab_reclaimable") - base;
 	TH_LOG("after unpin: slab_reclaimable %+lld bytes", after);
 	EXPECT_GT(STAT_SLACK, after);
+
+	/* Charged to a cgroup, a pin needs no privilege. */
+	EXPECT_EQ(0, pin_without_caps(fd));
 	close(fd);
 	EXPECT_EQ(0, cg_set(CG_ROOT, "cgroup.procs", getpid()));
 }

@@ -33,6 +33,13 @@
  * the unsynced overwrite was not refused by it (else a worker would have
  * journalled its times itself).  All marks must be in the log, as
  * dm-log-writes stops logging silently (a full log).
+ *
+ * Variant "pinned": the file's extent map is pinned (EXT4_IOC_PIN_EXTENTS)
+ * once fallocated, and while each round's last writes are in flight the
+ * paths that remove entries of a pinned map run beside them: a fallocate
+ * past EOF (KEEP_SIZE), a hole punched in it, and a truncate to i_size
+ * that frees it again.  They touch no block the checks cover; the same
+ * checks hold, and the map must still be pinned at the end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -46,8 +53,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <linux/ext4.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 
@@ -115,6 +125,13 @@ FIXTURE(replay) {
 	pid_t owner;
 	struct replay_state st;
 };
+
+FIXTURE_VARIANT(replay) {
+	bool pin;
+};
+
+FIXTURE_VARIANT_ADD(replay, plain) { .pin = false };
+FIXTURE_VARIANT_ADD(replay, pinned) { .pin = true };
 
 static const char *const dm_names[] = {
 	DM_DATA, DM_LOG, DM_LW, DM_REPLAY, DM_CHECK,
@@ -271,8 +288,25 @@ static void write_some(struct __test_metadata *_metadata,
 }
 
 /* The workload on the logged filesystem; the log's marks name rounds. */
+/*
+ * Pinned variant, round @r: remove entries of the pinned map past EOF
+ * while writes are in flight (each path refills the map it changes).
+ */
+static int race_removals(int fd, int r)
+{
+	const off_t size = (off_t)FILE_BLOCKS * BLK;
+	const off_t tail = size + (off_t)(r % 4) * 16 * BLK;
+
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, tail, 16 * BLK) ||
+	    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      tail + 4 * BLK, 4 * BLK) ||
+	    ftruncate(fd, size))
+		return -errno;
+	return 0;
+}
+
 static void workload(struct __test_metadata *_metadata,
-		     struct replay_state *st)
+		     struct replay_state *st, bool pin)
 {
 	char path[96], mark[32];
 	struct stat sb;
@@ -297,6 +331,9 @@ static void workload(struct __test_metadata *_metadata,
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, fallocate(fd, 0, 0, (off_t)FILE_BLOCKS * BLK));
 	ASSERT_EQ(0, fsync(fd));
+	if (pin)
+		ASSERT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS))
+			TH_LOG("pin: %s", strerror(errno));
 	ASSERT_EQ(0, lw_mark("ready"));
 
 	/* Distinct blocks, in a random order; the last write is below. */
@@ -320,6 +357,8 @@ static void workload(struct __test_metadata *_metadata,
 		int first = r * PER_ROUND;
 
 		write_some(_metadata, st, fd, first, PER_ROUND, IN_FLIGHT);
+		if (pin)
+			ASSERT_EQ(0, race_removals(fd, r));
 		/* What completed before the fsync() is covered by it. */
 		for (i = 0; i < first + PER_ROUND; i++)
 			if (st->done[i] && st->covered_by[i] < 0)
@@ -357,6 +396,12 @@ static void workload(struct __test_metadata *_metadata,
 	st->last_mtime = sb.st_mtim;
 	sleep(4 * COMMIT_S + 2);
 	ASSERT_EQ(0, lw_mark("times"));
+	if (pin) {
+		__u32 state = 0;
+
+		ASSERT_EQ(0, ioctl(fd, EXT4_IOC_GETSTATE, &state));
+		EXPECT_TRUE(!!(state & EXT4_STATE_FLAG_EXT_PINNED));
+	}
 	close(fd);
 }
 
@@ -563,7 +608,7 @@ TEST_F_TIMEOUT(replay, nowait_writes_survive_every_flush_point,
 	struct replay_counts c = { 0 };
 	long splits = -1, refused = -1;
 
-	workload(_metadata, st);
+	workload(_metadata, st, variant->pin);
 	splits = st->splits;
 	refused = st->refused;
 	ASSERT_EQ(0, aio_scratch_umount(st->mnt));

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <linux/aio_abi.h>
+#include <linux/ioctl.h>
 
 /*
  * Hang guard for reaping, not a performance expectation: every I/O issued
@@ -38,6 +39,15 @@
  * Per-test harness timeout for tests doing device or filesystem I/O; a
  * slower kernel (make check-debug) builds the tests with a larger one.
  */
+/* ext4's extent pin, for headers older than the kernel under test. */
+#ifndef EXT4_IOC_PIN_EXTENTS
+#define EXT4_IOC_PIN_EXTENTS		_IO('f', 45)
+#define EXT4_IOC_UNPIN_EXTENTS		_IO('f', 46)
+#endif
+#ifndef EXT4_STATE_FLAG_EXT_PINNED
+#define EXT4_STATE_FLAG_EXT_PINNED	0x00000010
+#endif
+
 #ifndef AIO_DEV_TEST_TIMEOUT
 #define AIO_DEV_TEST_TIMEOUT	300
 #endif
