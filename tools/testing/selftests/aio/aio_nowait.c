@@ -59,7 +59,6 @@
 #include "aio_util.h"
 
 #define OFFLOAD_SYSCTL	"/proc/sys/fs/aio-offload"
-#define DROP_CACHES	"/proc/sys/vm/drop_caches"
 #define BLK		4096
 /* >= 8k extents of each kind: ext4 needs tens of leaf blocks for them. */
 #define FRAG_BLOCKS	16384
@@ -219,11 +218,7 @@ static void remount_cold(struct __test_metadata *_metadata,
 		ASSERT_LE(0, aio_syncer_stop(&st->syncer));
 	close(st->fd);
 	st->fd = -1;
-	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
-	st->mnt[0] = '\0';
-	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "3"));
-	ASSERT_EQ(0, aio_mount_tmp(aio_dev_path(), fstype, NULL, st->mnt,
-				   sizeof(st->mnt)));
+	ASSERT_EQ(0, aio_remount_cold(fstype, st->mnt, sizeof(st->mnt)));
 	ASSERT_EQ(0, open_file(st));
 	prime(_metadata, st);
 	if (busy)

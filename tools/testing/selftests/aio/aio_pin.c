@@ -9,9 +9,10 @@
  * fallocated (unwritten), one extent per block, then a hole up to i_size.
  *
  *   cold_overwrites_inline	remount, open, pin; then evict what can be
- *				evicted (drop_caches 2 runs the es shrinker;
- *				EXT4_IOC_CLEAR_ES_CACHE drops the inode's
- *				entries); the map must still cover the file
+ *				evicted (a memory hog and drop_caches 2 run
+ *				the es shrinker; EXT4_IOC_CLEAR_ES_CACHE drops
+ *				the inode's entries); the map must still cover
+ *				the file
  *				(EXT4_IOC_GET_ES_CACHE), and NR_CALLS
  *				overwrites through io_submit() and as many
  *				through io_uring must take no voluntary
@@ -60,6 +61,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -304,12 +306,47 @@ out:
 }
 
 /*
- * Evict what memory pressure and the ioctl can: the es shrinker through
- * drop_caches (twice: entries it finds referenced it only unmarks), and
- * the inode's own entries through EXT4_IOC_CLEAR_ES_CACHE.
+ * Memory pressure as a workload makes it: a child faults in 3/4 of
+ * MemAvailable, then exits.  The rig has no swap, so reclaim frees page
+ * cache and runs the shrinkers, the es shrinker among them.  0 or -1.
+ */
+static int memory_hog(void)
+{
+	long long kb = aio_read_key("/proc/meminfo", "MemAvailable:");
+	int status;
+	pid_t pid;
+
+	if (kb <= 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		size_t len = (size_t)kb / 4 * 3 * 1024, i;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (i = 0; i < len; i += 4096)
+			p[i] = 1;
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return -1;
+	return 0;
+}
+
+/*
+ * Evict what memory pressure and the ioctl can: a memory hog, the es
+ * shrinker through drop_caches (twice: entries it finds referenced it
+ * only unmarks), and the inode's own entries through
+ * EXT4_IOC_CLEAR_ES_CACHE.
  */
 static void evict(struct __test_metadata *_metadata, int fd)
 {
+	ASSERT_EQ(0, memory_hog());
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_CLEAR_ES_CACHE));
@@ -404,11 +441,7 @@ static void remount_cold(struct __test_metadata *_metadata,
 	if (st->fd >= 0)
 		close(st->fd);
 	st->fd = -1;
-	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
-	st->mnt[0] = '\0';
-	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "3"));
-	ASSERT_EQ(0, aio_mount_tmp(aio_dev_path(), "ext4", NULL, st->mnt,
-				   sizeof(st->mnt)));
+	ASSERT_EQ(0, aio_remount_cold("ext4", st->mnt, sizeof(st->mnt)));
 	st->fd = open_file(st, "f", O_RDWR | O_DIRECT);
 	ASSERT_LE(0, st->fd);
 	if (busy)
@@ -699,7 +732,7 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	struct pin_state *st = &self->st;
 	long long base, cur, charged, grown, after;
 	long entries, added;
-	int fd;
+	int fd, room;
 
 	if (variant->busy)
 		SKIP(return, "the interface: on the idle variant");
@@ -715,16 +748,22 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	base = cg_stat(st, "memory.stat", "slab_reclaimable");
 	ASSERT_LE(0, base);
 
-	/* Over memory.max: refused after reclaim, nothing pinned or killed. */
-	cur = cg_stat(st, "memory.current", NULL);
-	ASSERT_LT(0, cur);
-	ASSERT_EQ(0, cg_set(st->cg, "memory.max", cur + 1024 * 1024));
-	EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
-	EXPECT_EQ(ENOMEM, errno);
-	ASSERT_EQ(0, cg_set(st->cg, "memory.max", -1));
-	EXPECT_FALSE(pinned(fd));
-	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
-	EXPECT_EQ(0, cg_stat(st, "memory.events", "oom_kill"));
+	/*
+	 * Over memory.max: refused after reclaim, nothing pinned or killed.
+	 * 1 MiB of room fails the copies' array (1.6 MB), 4 MiB the copies.
+	 */
+	for (room = 1; room <= 4; room += 3) {
+		cur = cg_stat(st, "memory.current", NULL);
+		ASSERT_LT(0, cur);
+		ASSERT_EQ(0, cg_set(st->cg, "memory.max",
+				    cur + room * 1024 * 1024));
+		EXPECT_EQ(-1, ioctl(fd, EXT4_IOC_PIN_EXTENTS));
+		EXPECT_EQ(ENOMEM, errno) TH_LOG("%d MiB of room", room);
+		ASSERT_EQ(0, cg_set(st->cg, "memory.max", -1));
+		EXPECT_FALSE(pinned(fd));
+		EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
+		EXPECT_EQ(0, cg_stat(st, "memory.events", "oom_kill"));
+	}
 
 	/* Pinned: the entries are this cgroup's. */
 	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS));

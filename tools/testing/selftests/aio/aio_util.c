@@ -541,6 +541,19 @@ int aio_scratch_umount(const char *mnt)
 	return 0;
 }
 
+int aio_remount_cold(const char *fstype, char *mnt, size_t mntlen)
+{
+	int ret = aio_scratch_umount(mnt);
+
+	if (ret)
+		return ret;
+	mnt[0] = '\0';
+	ret = aio_write_file("/proc/sys/vm/drop_caches", "3");
+	if (ret)
+		return ret;
+	return aio_mount_tmp(aio_dev_path(), fstype, NULL, mnt, mntlen);
+}
+
 static int aio_fs_ioctl(const char *mnt, unsigned long req)
 {
 	int fd, ret = 0;

@@ -202,6 +202,13 @@ int aio_mount_tmp(const char *dev, const char *fstype, const char *opts,
 int aio_scratch_mount(const char *dev, const char *fstype, char *mnt,
 		      size_t mntlen);
 int aio_scratch_umount(const char *mnt);
+/*
+ * Unmount @mnt, drop the caches and mount aio_dev_path() (@fstype) again
+ * on a new @mnt: a file's inode, its extents and the blocks holding them
+ * are read again on first use.  @mnt is emptied once unmounted, so that
+ * a failure leaves nothing to unmount.  0 or -errno.
+ */
+int aio_remount_cold(const char *fstype, char *mnt, size_t mntlen);
 
 int aio_fs_freeze(const char *mnt);
 int aio_fs_thaw(const char *mnt);
