@@ -41,7 +41,8 @@
  *				ENOMEM, pins nothing and kills nothing; pinned,
  *				memory.stat's slab_reclaimable carries the
  *				entries, and so it does for entries another
- *				cgroup's process adds; unpin gives it back;
+ *				cgroup's process adds; a second pin only
+ *				from that cgroup (EBUSY); unpin gives it back;
  *				from the cgroup, no capability is needed.
  *
  * ext4 on NVMe only: on SD the offload hands every direct write off
@@ -727,12 +728,32 @@ static int grow_from_root_cgroup(int fd, long first)
 	return WEXITSTATUS(status) ? -1 : 0;
 }
 
+/* In a child in the root cgroup: the errno of a pin of @fd, or 0. */
+static int pin_from_root_cgroup(int fd)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (cg_set(CG_ROOT, "cgroup.procs", getpid()))
+			_exit(255);
+		_exit(ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) == 255)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
 TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 {
 	struct pin_state *st = &self->st;
 	long long base, cur, charged, grown, after;
 	long entries, added;
-	int fd, room;
+	int fd, fd2, room;
 
 	if (variant->busy)
 		SKIP(return, "the interface: on the idle variant");
@@ -773,6 +794,14 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	TH_LOG("%ld entries pinned, slab_reclaimable +%lld bytes", entries,
 	       charged);
 	EXPECT_LE(entries * ES_SIZE - STAT_SLACK, charged);
+
+	/* A second pin: from the cgroup charged, not from another. */
+	fd2 = open_file(st, "big", O_RDWR);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(EBUSY, pin_from_root_cgroup(fd2));
+	EXPECT_EQ(0, ioctl(fd2, EXT4_IOC_PIN_EXTENTS));
+	close(fd2);
+	EXPECT_TRUE(pinned(fd));
 
 	/* Entries another cgroup's process adds are charged here too. */
 	ASSERT_EQ(0, grow_from_root_cgroup(fd, 2 * BIG_EXTENTS));
