@@ -1338,54 +1338,22 @@ TEST_F_TIMEOUT(order, failed_allocations_lose_nothing, 300)
 static const char *setup_slow_log(struct __test_metadata *_metadata,
 				  struct order_state *st)
 {
-	const char *dev = aio_dev_path();
-	char table[256], path[sizeof(st->mnt) + 8];
-	static char * const ext4_log[] = {
-		"mke2fs", "-q", "-F", "-O", "journal_dev", "-b", "4096",
-		"/dev/mapper/" DM_LOG, NULL };
-	static char * const ext4_fs[] = {
-		"mkfs.ext4", "-q", "-F", "-b", "4096", "-E", "nodiscard",
-		"-J", "device=/dev/mapper/" DM_LOG, "/dev/mapper/" DM_FS, NULL };
-	static char * const xfs_fs[] = {
-		"mkfs.xfs", "-q", "-f", "-K", "-l",
-		"logdev=/dev/mapper/" DM_LOG ",size=64m", "/dev/mapper/" DM_FS,
-		NULL };
-	const char *opts;
-	uint64_t size, fs_sectors;
-	int fd, ret;
+	char path[sizeof(st->mnt) + 8];
+	int ret, made;
 
-	if (!dev)
+	if (!aio_dev_path())
 		return "AIO_TEST_DEV not set";
 	if (!aio_dev_holds_data())
 		return "the device does not store data";
-	fd = open(dev, O_RDONLY);
-	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, aio_dev_size(fd, &size));
-	close(fd);
-	if (size < SLOW_LOG_LEN + (320ULL << 20))
+	ret = aio_slow_log_fs(st->fstype, DM_FS, DM_LOG, SLOW_LOG_LEN,
+			      SLOW_LOG_MS, st->mnt, sizeof(st->mnt), &made);
+	st->dm = made & 1;
+	st->dm_log = made & 2;
+	if (ret == -ENOSPC)
 		return "the device is too small for a filesystem and a log";
-	fs_sectors = (size - SLOW_LOG_LEN) >> 9;
-	ret = aio_dm_linear(DM_FS, dev, 0, fs_sectors << 9);
 	if (ret == AIO_MKFS_NOT_FOUND)
-		return "dmsetup not available";
-	ASSERT_EQ(0, ret);
-	st->dm = true;
-	snprintf(table, sizeof(table), "0 %llu delay %s %llu %d",
-		 SLOW_LOG_LEN >> 9, dev, (unsigned long long)fs_sectors,
-		 SLOW_LOG_MS);
-	ASSERT_EQ(0, aio_dm_create(DM_LOG, table)) TH_LOG("dm-delay: %s", table);
-	st->dm_log = true;
-	if (!strcmp(st->fstype, "ext4")) {
-		ASSERT_EQ(0, aio_run(ext4_log));
-		ASSERT_EQ(0, aio_run(ext4_fs));
-		opts = "journal_path=/dev/mapper/" DM_LOG;
-	} else {
-		ASSERT_EQ(0, aio_run(xfs_fs));
-		opts = "logdev=/dev/mapper/" DM_LOG;
-	}
-	ret = aio_mount_tmp("/dev/mapper/" DM_FS, st->fstype, opts, st->mnt,
-			    sizeof(st->mnt));
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", opts, strerror(-ret));
+		return "dmsetup or mkfs not available";
+	ASSERT_EQ(0, ret) TH_LOG("a filesystem with its log on dm-delay");
 	snprintf(path, sizeof(path), "%s/f", st->mnt);
 	st->fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	ASSERT_LE(0, st->fd);

@@ -21,7 +21,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/ext4.h>
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <linux/io_uring.h>
 #include <linux/userfaultfd.h>
@@ -446,6 +448,62 @@ int aio_make_frag_file(const char *path, int nblocks, int hole_blocks,
 	return err;
 }
 
+/*
+ * The first byte below @end that the extent status cache does not map
+ * (walking EXT4_IOC_GET_ES_CACHE from 0, which stops at the first block
+ * without an entry), or @end if it maps all of [0, @end).
+ */
+int aio_unwritten(int fd, off_t off, size_t len)
+{
+	struct {
+		struct fiemap fm;
+		struct fiemap_extent fe;
+	} m;
+
+	memset(&m, 0, sizeof(m));
+	m.fm.fm_start = off;
+	m.fm.fm_length = len;
+	m.fm.fm_flags = FIEMAP_FLAG_SYNC;
+	m.fm.fm_extent_count = 1;
+	if (ioctl(fd, FS_IOC_FIEMAP, &m.fm) || m.fm.fm_mapped_extents != 1)
+		return -1;
+	return !!(m.fe.fe_flags & FIEMAP_EXTENT_UNWRITTEN);
+}
+
+off_t aio_es_covered(int fd, off_t end)
+{
+	enum { N = 1024 };
+	size_t sz = sizeof(struct fiemap) + N * sizeof(struct fiemap_extent);
+	struct fiemap *fm = calloc(1, sz);
+	off_t pos = 0;
+	unsigned int i;
+
+	if (!fm)
+		return 0;
+	while (pos < end) {
+		memset(fm, 0, sz);
+		fm->fm_start = pos;
+		fm->fm_length = ~0ULL - pos;
+		fm->fm_extent_count = N;
+		if (ioctl(fd, EXT4_IOC_GET_ES_CACHE, fm) ||
+		    !fm->fm_mapped_extents)
+			break;
+		for (i = 0; i < fm->fm_mapped_extents; i++) {
+			struct fiemap_extent *fe = &fm->fm_extents[i];
+
+			if ((off_t)fe->fe_logical > pos)
+				goto out;
+			if ((off_t)(fe->fe_logical + fe->fe_length) > pos)
+				pos = fe->fe_logical + fe->fe_length;
+			if (fe->fe_flags & FIEMAP_EXTENT_LAST)
+				goto out;
+		}
+	}
+out:
+	free(fm);
+	return pos < end ? pos : end;
+}
+
 void aio_pick_blocks(off_t *offs, int n, int nblocks, bool odd, size_t blk)
 {
 	int half = nblocks / 2, i, j, t;
@@ -475,6 +533,82 @@ int aio_dm_linear(const char *name, const char *dev, uint64_t start,
 		 (unsigned long long)(len >> 9), dev,
 		 (unsigned long long)(start >> 9));
 	return aio_dm_create(name, table);
+}
+
+int aio_in_child(int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid)
+		_exit(fn(arg));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) == 255)
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int aio_slow_log_fs(const char *fstype, const char *fs_name,
+		    const char *log_name, uint64_t log_len, int delay_ms,
+		    char *mnt, size_t mntlen, int *made)
+{
+	const char *dev = aio_dev_path();
+	char fs[PATH_MAX], log[PATH_MAX], arg[PATH_MAX + 32];
+	char table[PATH_MAX + 64], opts[PATH_MAX + 32];
+	char * const ext4_log[] = { "mke2fs", "-q", "-F", "-O", "journal_dev",
+				    "-b", "4096", log, NULL };
+	char * const ext4_fs[] = { "mkfs.ext4", "-q", "-F", "-b", "4096",
+				   "-E", "nodiscard", "-J", arg, fs, NULL };
+	char * const xfs_fs[] = { "mkfs.xfs", "-q", "-f", "-K", "-l", arg,
+				  fs, NULL };
+	uint64_t size, fs_len;
+	int fd, ret;
+
+	*made = 0;
+	if (!dev)
+		return -ENODEV;
+	fd = open(dev, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	ret = aio_dev_size(fd, &size);
+	close(fd);
+	if (ret)
+		return ret;
+	if (size < log_len + (320ULL << 20))
+		return -ENOSPC;
+	fs_len = size - log_len;
+	snprintf(fs, sizeof(fs), "/dev/mapper/%s", fs_name);
+	snprintf(log, sizeof(log), "/dev/mapper/%s", log_name);
+	ret = aio_dm_linear(fs_name, dev, 0, fs_len);
+	if (ret)
+		return ret;
+	*made |= 1;
+	snprintf(table, sizeof(table), "0 %llu delay %s %llu %d",
+		 (unsigned long long)(log_len >> 9), dev,
+		 (unsigned long long)(fs_len >> 9), delay_ms);
+	ret = aio_dm_create(log_name, table);
+	if (ret)
+		return ret;
+	*made |= 2;
+	if (!strcmp(fstype, "ext4")) {
+		snprintf(arg, sizeof(arg), "device=%s", log);
+		ret = aio_run(ext4_log);
+		if (!ret)
+			ret = aio_run(ext4_fs);
+		snprintf(opts, sizeof(opts), "journal_path=%s", log);
+	} else {
+		/* Half the device: room for XFS's own rounding. */
+		snprintf(arg, sizeof(arg), "logdev=%s,size=%llum", log,
+			 (unsigned long long)(log_len >> 21));
+		ret = aio_run(xfs_fs);
+		snprintf(opts, sizeof(opts), "logdev=%s", log);
+	}
+	if (ret)
+		return ret;
+	return aio_mount_tmp(fs, fstype, opts, mnt, mntlen);
 }
 
 int aio_dm_remove(const char *name)

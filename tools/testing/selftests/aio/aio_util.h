@@ -185,10 +185,38 @@ int aio_dm_remove(const char *name);
  */
 int aio_make_frag_file(const char *path, int nblocks, int hole_blocks,
 		       size_t blk, uint64_t seed, void *buf);
+/*
+ * Whether [@off, @off + @len) starts in an unwritten extent (FIEMAP,
+ * written back first): 1 or 0, or -1 if no extent maps @off.
+ */
+int aio_unwritten(int fd, off_t off, size_t len);
+/*
+ * ext4: the first byte below @end that the extent status cache does not
+ * map (EXT4_IOC_GET_ES_CACHE from 0), or @end if it maps all of [0, @end).
+ */
+off_t aio_es_covered(int fd, off_t end);
 /* @n distinct offsets of blocks of parity @odd among @nblocks, random. */
 void aio_pick_blocks(off_t *offs, int n, int nblocks, bool odd, size_t blk);
 int aio_dm_linear(const char *name, const char *dev, uint64_t start,
 		  uint64_t len);
+/*
+ * @fn(@arg) in a forked child, which exits with what it returns: that
+ * status (0-254), or -1 if the child could not run or it returned 255
+ * (its own setup failed) or died.
+ */
+int aio_in_child(int (*fn)(void *), void *arg);
+/*
+ * A filesystem of @fstype (ext4 or xfs) on dm-linear @fs_name, the start
+ * of AIO_TEST_DEV, with its journal (ext4) or log (XFS) on dm-delay
+ * @log_name, the last @log_len bytes, each I/O held @delay_ms; mounted
+ * on a new directory (aio_mount_tmp()).  *@made gets bit 0 once
+ * @fs_name exists, bit 1 once @log_name does, for the caller to remove.
+ * 0, -ENOSPC if the device is too small, a tool's exit status
+ * (AIO_MKFS_NOT_FOUND if one is missing), or -errno.
+ */
+int aio_slow_log_fs(const char *fstype, const char *fs_name,
+		    const char *log_name, uint64_t log_len, int delay_ms,
+		    char *mnt, size_t mntlen, int *made);
 /*
  * Mount an existing filesystem on a new directory under /tmp (written to
  * mnt), with mount options opts (or NULL): 0 or -errno.
