@@ -9,10 +9,12 @@
  * fallocated (unwritten), one extent per block, then a hole up to i_size.
  *
  *   cold_overwrites_inline	remount, open, pin; then evict what can be
- *				evicted (a memory hog and drop_caches 2 run
- *				the es shrinker; EXT4_IOC_CLEAR_ES_CACHE drops
- *				the inode's entries); the map must still cover
- *				the file
+ *				evicted (a memory hog, the es shrinker's
+ *				debugfs scan file and drop_caches 2 run the
+ *				es shrinker; EXT4_IOC_CLEAR_ES_CACHE drops
+ *				the inode's entries); the shrinker does not
+ *				count the pinned entries, the map must still
+ *				cover the file
  *				(EXT4_IOC_GET_ES_CACHE), and NR_CALLS
  *				overwrites through io_submit() and as many
  *				through io_uring must take no voluntary
@@ -20,12 +22,19 @@
  *				and draw no -EAGAIN from ext4 (tracepoint);
  *				writes into unwritten blocks too, but for the
  *				refusals the NOWAIT split allows.  Control:
- *				unpinned, the same eviction leaves the map with
- *				gaps and overwrites are refused for them.
+ *				unpinned and precached, the shrinker counts
+ *				the entries, the same eviction leaves the map
+ *				with gaps and overwrites are refused for them.
  *   removal_paths_refill	on a pinned file: truncate, punch hole,
  *				collapse and insert range, then the cache
  *				still covers the file and overwrites stay
  *				inline.
+ *   journal_pressure	a small external journal on dm-delay and a
+ *				neighbour committing metadata as fast as it
+ *				can: the pinned file's overwrites all inline,
+ *				its writes into unwritten blocks never sleep,
+ *				are refused only for the journal or for room,
+ *				read back, and FIEMAP shows them written.
  *   lifetime_and_errors	the pin is the open file's (GETSTATE, close,
  *				two files), idempotent, needs CAP_SYS_RESOURCE
  *				from the root cgroup (nothing to charge) and is
@@ -56,13 +65,16 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -77,6 +89,8 @@
 #include "aio_util.h"
 
 #define DROP_CACHES	"/proc/sys/vm/drop_caches"
+#define DEBUGFS		"/sys/kernel/debug"
+#define SHRINKER_DIR	DEBUGFS "/shrinker"
 #define CG_ROOT		"/sys/fs/cgroup"
 #define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
 #define BLK		4096
@@ -92,6 +106,11 @@
 #define ES_SIZE		40	/* sizeof(struct extent_status), x86-64 */
 #define STAT_SLACK	(1024 * 1024) /* memcg stats flush in batches */
 #define NOWAIT_LINE	"ext4_dio_nowait_eagain:"
+/* journal_pressure: a small external journal on dm-delay */
+#define DM_FS		"aio-pin-fs"
+#define DM_LOG		"aio-pin-log"
+#define LOG_LEN		(16ULL << 20)	/* 4096 journal blocks */
+#define LOG_DELAY_MS	20
 
 struct pin_state {
 	aio_context_t ctx;
@@ -104,6 +123,7 @@ struct pin_state {
 	bool tracing;
 	long old_max;		/* es_pin_max_extents before a test set it */
 	char cg[64];		/* a cgroup the test made, to remove */
+	int dm_made;		/* aio_slow_log_fs(): DM_FS 1, DM_LOG 2 */
 };
 
 /* _PARENT teardown: see the note in aio_util.h */
@@ -209,43 +229,43 @@ FIXTURE_TEARDOWN_PARENT(pin)
 	}
 	if (st->mnt[0] && aio_scratch_umount(st->mnt))
 		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
+	if ((st->dm_made & 1) && aio_dm_remove(DM_FS))
+		TH_LOG("dmsetup remove %s failed", DM_FS);
+	if ((st->dm_made & 2) && aio_dm_remove(DM_LOG))
+		TH_LOG("dmsetup remove %s failed", DM_LOG);
 	/* The test's process, which was in it, has exited. */
 	if (st->cg[0] && rmdir(st->cg))
 		TH_LOG("rmdir %s: %s", st->cg, strerror(errno));
 }
 
 /*
- * In a child with no capability in its effective set: the errno of a pin
- * of @fd, 0 if it succeeded (then unpinned), or -1.
+ * A pin of @fd, for a child (aio_in_child()): its errno, or 0 if it
+ * succeeded (then unpinned, so that it charges nothing).
  */
-static int pin_without_caps(int fd)
+static int pin_errno(int fd)
+{
+	int err = ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0;
+
+	if (!err)
+		ioctl(fd, EXT4_IOC_UNPIN_EXTENTS);
+	return err;
+}
+
+/* For aio_in_child(): a pin with no capability in the effective set. */
+static int pin_without_caps(void *arg)
 {
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3,
 	};
 	struct __user_cap_data_struct data[2];
-	int status, err;
-	pid_t pid;
 
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		if (syscall(SYS_capget, &hdr, data))
-			_exit(255);
-		data[0].effective = 0;
-		data[1].effective = 0;
-		if (syscall(SYS_capset, &hdr, data))
-			_exit(255);
-		err = ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0;
-		if (!err)
-			ioctl(fd, EXT4_IOC_UNPIN_EXTENTS);
-		_exit(err);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) == 255)
-		return -1;
-	return WEXITSTATUS(status);
+	if (syscall(SYS_capget, &hdr, data))
+		return 255;
+	data[0].effective = 0;
+	data[1].effective = 0;
+	if (syscall(SYS_capset, &hdr, data))
+		return 255;
+	return pin_errno(*(int *)arg);
 }
 
 static bool pinned(int fd)
@@ -265,45 +285,6 @@ static long sysfs_long(struct pin_state *st, const char *name)
 	if (aio_read_long(path, &v))
 		return -1;
 	return v;
-}
-
-/*
- * The first byte below @end that the extent status cache does not map
- * (walking EXT4_IOC_GET_ES_CACHE from 0, which stops at the first block
- * without an entry), or @end if it maps all of [0, @end).
- */
-static off_t es_covered(int fd, off_t end)
-{
-	enum { N = 1024 };
-	size_t sz = sizeof(struct fiemap) + N * sizeof(struct fiemap_extent);
-	struct fiemap *fm = calloc(1, sz);
-	off_t pos = 0;
-	unsigned int i;
-
-	if (!fm)
-		return 0;
-	while (pos < end) {
-		memset(fm, 0, sz);
-		fm->fm_start = pos;
-		fm->fm_length = ~0ULL - pos;
-		fm->fm_extent_count = N;
-		if (ioctl(fd, EXT4_IOC_GET_ES_CACHE, fm) ||
-		    !fm->fm_mapped_extents)
-			break;
-		for (i = 0; i < fm->fm_mapped_extents; i++) {
-			struct fiemap_extent *fe = &fm->fm_extents[i];
-
-			if ((off_t)fe->fe_logical > pos)
-				goto out;
-			if ((off_t)(fe->fe_logical + fe->fe_length) > pos)
-				pos = fe->fe_logical + fe->fe_length;
-			if (fe->fe_flags & FIEMAP_EXTENT_LAST)
-				goto out;
-		}
-	}
-out:
-	free(fm);
-	return pos < end ? pos : end;
 }
 
 /*
@@ -340,14 +321,79 @@ static int memory_hog(void)
 }
 
 /*
- * Evict what memory pressure and the ioctl can: a memory hog, the es
- * shrinker through drop_caches (twice: entries it finds referenced it
- * only unmarks), and the inode's own entries through
- * EXT4_IOC_CLEAR_ES_CACHE.
+ * The debugfs directory of ext4's es shrinker of st's filesystem
+ * (CONFIG_SHRINKER_DEBUG: "ext4-es:<dev>-<id>"), mounting debugfs if need
+ * be; 0, or -1 if there is none.
  */
-static void evict(struct __test_metadata *_metadata, int fd)
+static int es_shrinker_dir(struct pin_state *st, char *dir, size_t len)
 {
+	const char *base = strrchr(st->sysfs, '/') + 1;
+	char pat[128];
+	glob_t g;
+	int ret = -1;
+
+	if (access(SHRINKER_DIR, F_OK))
+		mount("debugfs", DEBUGFS, "debugfs", 0, NULL);
+	snprintf(pat, sizeof(pat), SHRINKER_DIR "/ext4-es:%s-*", base);
+	if (glob(pat, 0, NULL, &g))
+		return -1;
+	if (g.gl_pathc == 1) {
+		snprintf(dir, len, "%s", g.gl_pathv[0]);
+		ret = 0;
+	}
+	globfree(&g);
+	return ret;
+}
+
+/*
+ * The objects the es shrinker counts (its "count" file: the cgroup, 0
+ * for a shrinker not memcg aware, then one count per node), or -1.
+ */
+static long es_shrinker_count(struct pin_state *st)
+{
+	char dir[192], path[256], text[256], *p, *end;
+	long total = 0;
+
+	if (es_shrinker_dir(st, dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/count", dir);
+	if (aio_read_file(path, text, sizeof(text)))
+		return -1;
+	strtoul(text, &p, 10);
+	for (;;) {
+		long n = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		total += n;
+		p = end;
+	}
+	return total;
+}
+
+/*
+ * Evict what memory pressure and the ioctl can: a memory hog; the es
+ * shrinker asked by its debugfs scan file for more than the filesystem
+ * holds, on the rig (whose kernels have it) and where it exists; the
+ * shrinker through drop_caches (twice: entries it finds referenced it
+ * only unmarks); the inode's own entries through EXT4_IOC_CLEAR_ES_CACHE.
+ */
+static void evict(struct __test_metadata *_metadata, struct pin_state *st,
+		  int fd)
+{
+	char dir[192], path[256];
+	int i;
+
 	ASSERT_EQ(0, memory_hog());
+	if (!es_shrinker_dir(st, dir, sizeof(dir))) {
+		snprintf(path, sizeof(path), "%s/scan", dir);
+		for (i = 0; i < 2; i++)
+			ASSERT_EQ(0, aio_write_file(path, "0 0 1000000"))
+				TH_LOG("%s: %s", path, strerror(errno));
+	} else {
+		ASSERT_FALSE(aio_on_rig())
+			TH_LOG("no es shrinker in %s", SHRINKER_DIR);
+	}
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_CLEAR_ES_CACHE));
@@ -454,6 +500,7 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 	static off_t offs[NR_CALLS];
 	struct pin_state *st = &self->st;
 	struct turn t;
+	long count;
 	off_t gap;
 
 	srandom(aio_new_seed());
@@ -463,8 +510,17 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 		TH_LOG("pin: %s", strerror(errno));
 	ASSERT_TRUE(pinned(st->fd));
 	EXPECT_LE(FRAG_BLOCKS, sysfs_long(st, "es_pinned_extents"));
-	evict(_metadata, st->fd);
-	gap = es_covered(st->fd, FILE_LEN);
+	/*
+	 * Not the shrinker's to count (other inodes' entries are); the
+	 * control below counts them.  Half: the writes into unwritten
+	 * blocks before it merge extents.
+	 */
+	count = es_shrinker_count(st);
+	TH_LOG("pinned: the es shrinker counts %ld entries", count);
+	if (count >= 0)
+		EXPECT_GT(FRAG_BLOCKS / 2, count);
+	evict(_metadata, st, st->fd);
+	gap = aio_es_covered(st->fd, FILE_LEN);
 	EXPECT_EQ(FILE_LEN, gap) TH_LOG("pinned map has a gap at %lld",
 					(long long)gap);
 
@@ -485,8 +541,14 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_UNPIN_EXTENTS));
 	EXPECT_FALSE(pinned(st->fd));
 	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
-	evict(_metadata, st->fd);
-	gap = es_covered(st->fd, FILE_LEN);
+	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_PRECACHE_EXTENTS));
+	count = es_shrinker_count(st);
+	TH_LOG("unpinned, precached: the es shrinker counts %ld entries",
+	       count);
+	if (count >= 0)
+		EXPECT_LE(FRAG_BLOCKS / 2, count);
+	evict(_metadata, st, st->fd);
+	gap = aio_es_covered(st->fd, FILE_LEN);
 	EXPECT_GT(FILE_LEN, gap) TH_LOG("unpinned: the map was not evicted");
 	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, false, BLK);
 	t = write_turn(_metadata, st, false, offs, NR_CALLS);
@@ -524,8 +586,8 @@ TEST_F_TIMEOUT(pin, removal_paths_refill, AIO_DEV_TEST_TIMEOUT)
 			       3000 * BLK, 16 * BLK));
 	size = lseek(st->fd, 0, SEEK_END);
 	ASSERT_EQ(end - 64 * BLK, size);
-	evict(_metadata, st->fd);
-	gap = es_covered(st->fd, size);
+	evict(_metadata, st, st->fd);
+	gap = aio_es_covered(st->fd, size);
 	EXPECT_EQ(size, gap) TH_LOG("pinned map has a gap at %lld",
 				    (long long)gap);
 
@@ -534,6 +596,120 @@ TEST_F_TIMEOUT(pin, removal_paths_refill, AIO_DEV_TEST_TIMEOUT)
 		offs[i] = (off_t)(4000 + 2 * i) * BLK;
 	expect_inline(_metadata, st, "after truncate/punch/collapse/insert",
 		      offs, NR_CALLS / 4);
+}
+
+/*
+ * A metadata-heavy neighbour for the journal: in a directory of its own,
+ * create a file, write a block, fsync it, rename it, unlink it; each
+ * round a transaction with inode, bitmap and directory blocks, and a
+ * commit waited for.
+ */
+struct churner {
+	pthread_t thread;
+	char dir[96];
+	int stop;
+	long rounds;
+	int err;
+};
+
+static void *churn(void *arg)
+{
+	struct churner *c = arg;
+	char a[160], b[160], blk[BLK];
+	int fd;
+
+	memset(blk, 0x5a, sizeof(blk));
+	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
+		snprintf(a, sizeof(a), "%s/n%ld", c->dir, c->rounds);
+		snprintf(b, sizeof(b), "%s/m%ld", c->dir, c->rounds);
+		fd = open(a, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 || write(fd, blk, BLK) != BLK || fsync(fd) ||
+		    close(fd) || rename(a, b) || unlink(b)) {
+			c->err = errno ? errno : EIO;
+			break;
+		}
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/*
+ * Journal pressure: the filesystem's journal is small (LOG_LEN) and on
+ * dm-delay (LOG_DELAY_MS an I/O), and a neighbour commits a metadata
+ * transaction as fast as it can (and the busy variant's sync loop
+ * beside it).  On the pinned file, overwrites need nothing from the
+ * journal: all inline, none refused.  Writes into unwritten blocks
+ * need a handle at submission: none sleeps; those ext4 refuses, it
+ * refuses for the journal (a commit under way) or for room (a full
+ * leaf), never for a cache miss, and some go inline.  Every write reads
+ * back, and FIEMAP shows the blocks written once the writes completed.
+ */
+TEST_F_TIMEOUT(pin, journal_pressure, AIO_DEV_TEST_TIMEOUT)
+{
+	static off_t offs[NR_CALLS];
+	static const char *const bad[] = { "cache_miss", "privs", "span" };
+	struct pin_state *st = &self->st;
+	struct churner c = { 0 };
+	char needle[64];
+	unsigned int r;
+	struct turn t;
+	int i, ret;
+
+	srandom(aio_new_seed());
+	ASSERT_EQ(0, aio_scratch_umount(st->mnt));
+	st->mnt[0] = '\0';
+	ret = aio_slow_log_fs("ext4", DM_FS, DM_LOG, LOG_LEN, LOG_DELAY_MS,
+			      st->mnt, sizeof(st->mnt), &st->dm_made);
+	if (ret == -ENOSPC || ret == AIO_MKFS_NOT_FOUND)
+		SKIP(return, "no room or no tool for a slow journal: %d", ret);
+	ASSERT_EQ(0, ret) TH_LOG("ext4 with a journal on dm-delay");
+	make_file(_metadata, st, "f", aio_new_seed());
+	/* Its page cache: NOWAIT direct I/O refuses a range with pages. */
+	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "1"));
+	st->fd = open_file(st, "f", O_RDWR | O_DIRECT);
+	ASSERT_LE(0, st->fd);
+	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_PIN_EXTENTS));
+	snprintf(c.dir, sizeof(c.dir), "%s/churn", st->mnt);
+	ASSERT_EQ(0, mkdir(c.dir, 0700));
+	ASSERT_EQ(0, pthread_create(&c.thread, NULL, churn, &c));
+	if (variant->busy)
+		ASSERT_EQ(0, aio_syncer_start(&st->syncer, st->mnt));
+
+	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, false, BLK);
+	expect_inline(_metadata, st, "overwrites, journal busy", offs,
+		      NR_CALLS / 2);
+
+	aio_pick_blocks(offs, NR_CALLS, FRAG_BLOCKS, true, BLK);
+	for (i = 0; i < 2; i++) {
+		t = write_turn(_metadata, st, i, offs + i * NR_CALLS / 2,
+			       NR_CALLS / 2);
+		TH_LOG("unwritten, journal busy, %s: %d slept, %ld inline, ext4 refused %ld",
+		       i ? "io_uring" : "io_submit", t.slept, t.inline_nr,
+		       t.refused);
+		EXPECT_EQ(0, t.slept);
+		if (!i && t.inline_nr >= 0)
+			EXPECT_LT(0, t.inline_nr);
+		if (t.refused <= 0)
+			continue;
+		for (r = 0; r < ARRAY_SIZE(bad); r++) {
+			snprintf(needle, sizeof(needle), "reason %s", bad[r]);
+			EXPECT_EQ(0, aio_trace_count(NOWAIT_LINE, needle))
+				TH_LOG("refused for %s", bad[r]);
+		}
+	}
+	__atomic_store_n(&c.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(c.thread, NULL);
+	TH_LOG("the neighbour committed %ld rounds", c.rounds);
+	EXPECT_EQ(0, c.err) TH_LOG("neighbour: %s", strerror(c.err));
+	EXPECT_LT(0, c.rounds);
+	for (i = 0; i < NR_CALLS; i++) {
+		off_t off = offs[i];
+
+		EXPECT_EQ(0, aio_unwritten(st->fd, off, BLK))
+			TH_LOG("block at %lld still unwritten",
+			       (long long)off);
+	}
+	EXPECT_TRUE(pinned(st->fd));
 }
 
 TEST_F_TIMEOUT(pin, lifetime_and_errors, AIO_DEV_TEST_TIMEOUT)
@@ -574,7 +750,7 @@ TEST_F_TIMEOUT(pin, lifetime_and_errors, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_FALSE(pinned(ro));
 
 	/* From the root cgroup nothing is charged: a privilege is. */
-	EXPECT_EQ(EPERM, pin_without_caps(fd));
+	EXPECT_EQ(EPERM, aio_in_child(pin_without_caps, &fd));
 	EXPECT_FALSE(pinned(ro));
 
 	/* Pinned by fd (twice: one pin), then by fd2 too. */
@@ -711,48 +887,32 @@ static int cg_set(const char *cg, const char *file, long long val)
 	return aio_write_file(path, num);
 }
 
-/* In a child in the root cgroup: extend @fd's map by GROW_EXTENTS. */
-static int grow_from_root_cgroup(int fd, long first)
+/*
+ * For aio_in_child(), in the root cgroup: add GROW_EXTENTS to the map of
+ * the file, from the block given.
+ */
+static int grow_from_root_cgroup(void *arg)
 {
-	int status;
-	pid_t pid;
+	const long *a = arg;	/* { fd, first block } */
 
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid)
-		_exit(cg_set(CG_ROOT, "cgroup.procs", getpid()) ||
-		      fallocate_every_other(fd, first, GROW_EXTENTS));
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status) ? -1 : 0;
+	if (cg_set(CG_ROOT, "cgroup.procs", getpid()))
+		return 255;
+	return fallocate_every_other(a[0], a[1], GROW_EXTENTS) ? 1 : 0;
 }
 
-/* In a child in the root cgroup: the errno of a pin of @fd, or 0. */
-static int pin_from_root_cgroup(int fd)
+/* For aio_in_child(): a pin from the root cgroup. */
+static int pin_from_root_cgroup(void *arg)
 {
-	int status;
-	pid_t pid;
-
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (!pid) {
-		if (cg_set(CG_ROOT, "cgroup.procs", getpid()))
-			_exit(255);
-		_exit(ioctl(fd, EXT4_IOC_PIN_EXTENTS) ? errno : 0);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) == 255)
-		return -1;
-	return WEXITSTATUS(status);
+	if (cg_set(CG_ROOT, "cgroup.procs", getpid()))
+		return 255;
+	return pin_errno(*(int *)arg);
 }
 
 TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 {
 	struct pin_state *st = &self->st;
 	long long base, cur, charged, grown, after;
-	long entries, added;
+	long entries, added, grow[2];
 	int fd, fd2, room;
 
 	if (variant->busy)
@@ -798,13 +958,15 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	/* A second pin: from the cgroup charged, not from another. */
 	fd2 = open_file(st, "big", O_RDWR);
 	ASSERT_LE(0, fd2);
-	EXPECT_EQ(EBUSY, pin_from_root_cgroup(fd2));
+	EXPECT_EQ(EBUSY, aio_in_child(pin_from_root_cgroup, &fd2));
 	EXPECT_EQ(0, ioctl(fd2, EXT4_IOC_PIN_EXTENTS));
 	close(fd2);
 	EXPECT_TRUE(pinned(fd));
 
 	/* Entries another cgroup's process adds are charged here too. */
-	ASSERT_EQ(0, grow_from_root_cgroup(fd, 2 * BIG_EXTENTS));
+	grow[0] = fd;
+	grow[1] = 2 * BIG_EXTENTS;
+	ASSERT_EQ(0, aio_in_child(grow_from_root_cgroup, grow));
 	added = sysfs_long(st, "es_pinned_extents") - entries;
 	grown = cg_stat(st, "memory.stat", "slab_reclaimable") - base -
 		charged;
@@ -821,7 +983,7 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_GT(STAT_SLACK, after);
 
 	/* Charged to a cgroup, a pin needs no privilege. */
-	EXPECT_EQ(0, pin_without_caps(fd));
+	EXPECT_EQ(0, aio_in_child(pin_without_caps, &fd));
 	close(fd);
 	EXPECT_EQ(0, cg_set(CG_ROOT, "cgroup.procs", getpid()));
 }

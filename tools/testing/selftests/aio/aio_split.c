@@ -37,7 +37,11 @@
  *	holds what was written to it.
  *
  * Both on a default mount and with dioread_lock (whose writeback zeroes
- * out small extents, ext4's max_zeroout), ext4 only, on a 64 MiB
+ * out small extents, ext4's max_zeroout), and on a default mount with
+ * the file's extent map pinned (EXT4_IOC_PIN_EXTENTS) before the writes:
+ * there the zero-outs and failed splits remove entries of a pinned map,
+ * which must be whole again afterwards (EXT4_IOC_GET_ES_CACHE), and 4 KiB
+ * overwrites of the file then go inline.  ext4 only, on a 64 MiB
  * dm-linear part of the NVMe: the cases are about ext4, and elsewhere
  * every direct write is handed off before ext4 sees it.
  */
@@ -53,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -82,6 +87,8 @@
 #define SPLIT_LINE	"ext4_ext_handle_unwritten_extents:"
 #define RACE_CHUNK	64		/* blocks the two threads take at a time */
 #define QUOTA_UID	4242
+#define ROOT_STAT	"/sys/fs/cgroup/aio.stat"
+#define PINNED_OVERWRITES 64	/* targets overwritten after the splits */
 
 struct split_state {
 	char mnt[64];
@@ -98,10 +105,12 @@ FIXTURE(split) {
 
 FIXTURE_VARIANT(split) {
 	const char *opts;
+	bool pin;
 };
 
 FIXTURE_VARIANT_ADD(split, ext4) { .opts = NULL };
 FIXTURE_VARIANT_ADD(split, ext4_dioread_lock) { .opts = "dioread_lock" };
+FIXTURE_VARIANT_ADD(split, ext4_pinned) { .opts = NULL, .pin = true };
 
 /* mkfs.ext4 the dm device (with -O @features, or none) and mount it. */
 static int make_fs(struct split_state *st, const char *features,
@@ -254,10 +263,12 @@ fail:
  * through io_submit(), IN_FLIGHT of each at a time.  Each must complete
  * and read back, and the target's second block read zeroes.  How many
  * NOWAIT splits ext4 refused for want of room goes to *full (-1: not
- * traced).
+ * traced); how many targets ext4 zeroed out rather than split (their
+ * second block no longer unwritten), to *zeroed.
  */
 static void write_targets(struct __test_metadata *_metadata,
-			  struct split_state *st, int fd, long *full)
+			  struct split_state *st, int fd, long *full,
+			  int *zeroed)
 {
 	uint64_t seed = aio_new_seed(), tag = 0;
 	long long res[TARGETS];
@@ -267,6 +278,7 @@ static void write_targets(struct __test_metadata *_metadata,
 	long nvcsw;
 
 	*full = -1;
+	*zeroed = 0;
 	for (i = 0; i < TARGETS; i++)
 		res[i] = -EINPROGRESS;
 	tracing = !aio_trace_clear() && !aio_trace_event(NOWAIT_EVENT, true);
@@ -326,11 +338,68 @@ static void write_targets(struct __test_metadata *_metadata,
 		EXPECT_TRUE(!rb[BLK] && !memcmp(rb + BLK, rb + BLK + 1,
 						BLK - 1))
 			TH_LOG("target %d: its second block is not zeroes", i);
+		*zeroed += aio_unwritten(fd, off + BLK, BLK) == 0;
 	}
-	TH_LOG("%d writes completed, %d failed with ENOSPC or EDQUOT", ok,
-	       enospc);
+	TH_LOG("%d writes completed, %d failed with ENOSPC or EDQUOT, %d zeroed out",
+	       ok, enospc, *zeroed);
 	TH_LOG("ext4 refused %ld NOWAIT splits for want of room", *full);
 	EXPECT_LT(0, ok);
+}
+
+/*
+ * The pinned variant: pin @fd's extent map (EXT4_IOC_PIN_EXTENTS) before
+ * the writes, so that the zero-outs and failed splits they cause remove
+ * entries of a pinned map.
+ */
+static void maybe_pin(struct __test_metadata *_metadata, bool pin, int fd)
+{
+	if (pin)
+		ASSERT_EQ(0, ioctl(fd, EXT4_IOC_PIN_EXTENTS))
+			TH_LOG("pin: %s", strerror(errno));
+}
+
+/*
+ * After them, the pinned map still covers [0, @end) (the paths that
+ * removed entries put them back), and 4 KiB overwrites of the targets'
+ * first blocks, one a call through io_submit(), are all issued inline
+ * (aio.stat), none sleeping, and read back.
+ */
+static void pinned_map_whole(struct __test_metadata *_metadata, bool pin,
+			     struct split_state *st, int fd, off_t end)
+{
+	long long in0 = aio_read_key(ROOT_STAT, "inline"), in1;
+	uint64_t seed = aio_new_seed(), tag;
+	int i, slept = 0;
+	long nvcsw;
+	off_t gap;
+
+	if (!pin)
+		return;
+	gap = aio_es_covered(fd, end);
+	EXPECT_EQ(end, gap) TH_LOG("the pinned map has a gap at %lld",
+				   (long long)gap);
+	for (i = 0; i < PINNED_OVERWRITES; i++) {
+		off_t off = (off_t)i * 4 * BLK;
+		struct iocb cb, *list = &cb;
+
+		aio_fill_pattern(st->buf, BLK, seed, off);
+		aio_prep_rw(&cb, IOCB_CMD_PWRITE, fd, st->buf, BLK, off, i);
+		ASSERT_EQ(1, aio_submit_nvcsw(st->ctx, 1, &list, &nvcsw));
+		slept += nvcsw != 0;
+		ASSERT_EQ(BLK, aio_reap_either(st->ctx, NULL, false, &tag));
+	}
+	in1 = aio_read_key(ROOT_STAT, "inline");
+	TH_LOG("pinned overwrites after: %d slept, %lld of %d inline", slept,
+	       in1 - in0, PINNED_OVERWRITES);
+	EXPECT_EQ(0, slept);
+	if (in0 >= 0)
+		EXPECT_EQ(PINNED_OVERWRITES, in1 - in0);
+	for (i = 0; i < PINNED_OVERWRITES; i++) {
+		off_t off = (off_t)i * 4 * BLK;
+
+		ASSERT_EQ(BLK, pread(fd, st->buf, BLK, off));
+		EXPECT_EQ(-1, aio_verify_pattern(st->buf, BLK, seed, off));
+	}
 }
 
 /* Unmounted, e2fsck -fn finds nothing to fix. */
@@ -349,7 +418,7 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	struct split_state *st = &self->st;
 	struct statvfs vfs;
 	long full;
-	int fd;
+	int fd, zeroed;
 
 	fd = make_targets(_metadata, st);
 	ASSERT_LE(0, fd) TH_LOG("targets: %s", strerror(-fd));
@@ -359,7 +428,12 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, statvfs(st->mnt, &vfs));
 	EXPECT_EQ(0UL, vfs.f_bavail)
 		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
-	write_targets(_metadata, st, fd, &full);
+	maybe_pin(_metadata, variant->pin, fd);
+	write_targets(_metadata, st, fd, &full, &zeroed);
+	/* The pinned map's entries were removed (see maybe_pin()). */
+	if (variant->pin)
+		EXPECT_LT(0, zeroed);
+	pinned_map_whole(_metadata, variant->pin, st, fd, (off_t)TARGETS * 4 * BLK);
 	/*
 	 * Some: how many depends on timing, as a write refused for its lock
 	 * or the journal first, or held behind a handed-off one, never gets
@@ -406,7 +480,7 @@ TEST_F_TIMEOUT(split, quota_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	char opts[64];
 	struct dqblk dq;
 	long full;
-	int fd, ret;
+	int fd, ret, zeroed;
 
 	if (access("/proc/sys/fs/quota", F_OK))
 		SKIP(return, "no disk quota in this kernel (CONFIG_QUOTA)");
@@ -435,6 +509,7 @@ TEST_F_TIMEOUT(split, quota_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	 * io_uring half cannot tell: io-wq's workers are forked when first
 	 * needed, after this, with these credentials.)
 	 */
+	maybe_pin(_metadata, variant->pin, fd);
 	ASSERT_EQ(0, drop_sys_resource());
 	/* The limit bites: one more block is refused. */
 	ret = fallocate(fd, 0, (off_t)TARGETS * 4 * BLK, BLK);
@@ -442,9 +517,12 @@ TEST_F_TIMEOUT(split, quota_full_leaf, AIO_DEV_TEST_TIMEOUT)
 		TH_LOG("fallocate past the limit: %d (%s)", ret,
 		       strerror(errno));
 
-	write_targets(_metadata, st, fd, &full);
+	write_targets(_metadata, st, fd, &full, &zeroed);
 	if (full >= 0)
 		EXPECT_LT(0, full);
+	if (variant->pin)
+		EXPECT_LT(0, zeroed);
+	pinned_map_whole(_metadata, variant->pin, st, fd, (off_t)TARGETS * 4 * BLK);
 	ASSERT_EQ(0, fsync(fd));
 	close(fd);
 	ASSERT_EQ(0, quota_get(DM_DEV, QUOTA_UID, &used, &limit));
@@ -513,6 +591,7 @@ TEST_F_TIMEOUT(split, mmap_racing_direct_writes, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, fsync(d.fd));
 	dfd = open(path, O_RDWR | O_DIRECT);
 	ASSERT_LE(0, dfd);
+	maybe_pin(_metadata, variant->pin, dfd);
 	d.map = mmap(NULL, (size_t)RACE_BLOCKS * BLK, PROT_READ | PROT_WRITE,
 		     MAP_SHARED, d.fd, 0);
 	ASSERT_NE(MAP_FAILED, d.map);
@@ -578,6 +657,8 @@ TEST_F_TIMEOUT(split, mmap_racing_direct_writes, AIO_DEV_TEST_TIMEOUT)
 			       i % 2 ? "direct" : "mmap");
 	}
 	EXPECT_EQ(0, bad);
+	pinned_map_whole(_metadata, variant->pin, st, dfd,
+			 (off_t)RACE_BLOCKS * BLK);
 	close(dfd);
 	aio_free_buf(wb, (size_t)RACE_BLOCKS / 2 * BLK);
 }
