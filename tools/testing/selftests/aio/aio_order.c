@@ -1347,8 +1347,8 @@ static const char *setup_slow_log(struct __test_metadata *_metadata,
 		return "the device does not store data";
 	ret = aio_slow_log_fs(st->fstype, DM_FS, DM_LOG, SLOW_LOG_LEN,
 			      SLOW_LOG_MS, st->mnt, sizeof(st->mnt), &made);
-	st->dm = made & 1;
-	st->dm_log = made & 2;
+	st->dm = made & AIO_DM_FS;
+	st->dm_log = made & AIO_DM_LOG;
 	if (ret == -ENOSPC)
 		return "the device is too small for a filesystem and a log";
 	if (ret == AIO_MKFS_NOT_FOUND)

@@ -22,9 +22,10 @@
  *				and draw no -EAGAIN from ext4 (tracepoint);
  *				writes into unwritten blocks too, but for the
  *				refusals the NOWAIT split allows.  Control:
- *				unpinned and precached, the shrinker counts
- *				the entries, the same eviction leaves the map
- *				with gaps and overwrites are refused for them.
+ *				unpinned and mapped again, the shrinker counts
+ *				the entries and its scan alone evicts them; the
+ *				whole eviction leaves the map with gaps and
+ *				overwrites are refused for them.
  *   removal_paths_refill	on a pinned file: truncate, punch hole,
  *				collapse and insert range, then the cache
  *				still covers the file and overwrites stay
@@ -66,10 +67,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
@@ -77,6 +78,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
 #include <linux/ext4.h>
@@ -123,7 +125,7 @@ struct pin_state {
 	bool tracing;
 	long old_max;		/* es_pin_max_extents before a test set it */
 	char cg[64];		/* a cgroup the test made, to remove */
-	int dm_made;		/* aio_slow_log_fs(): DM_FS 1, DM_LOG 2 */
+	int dm_made;		/* aio_slow_log_fs()'s AIO_DM_FS, AIO_DM_LOG */
 };
 
 /* _PARENT teardown: see the note in aio_util.h */
@@ -229,9 +231,9 @@ FIXTURE_TEARDOWN_PARENT(pin)
 	}
 	if (st->mnt[0] && aio_scratch_umount(st->mnt))
 		TH_LOG("umount %s failed: %s", st->mnt, strerror(errno));
-	if ((st->dm_made & 1) && aio_dm_remove(DM_FS))
+	if ((st->dm_made & AIO_DM_FS) && aio_dm_remove(DM_FS))
 		TH_LOG("dmsetup remove %s failed", DM_FS);
-	if ((st->dm_made & 2) && aio_dm_remove(DM_LOG))
+	if ((st->dm_made & AIO_DM_LOG) && aio_dm_remove(DM_LOG))
 		TH_LOG("dmsetup remove %s failed", DM_LOG);
 	/* The test's process, which was in it, has exited. */
 	if (st->cg[0] && rmdir(st->cg))
@@ -321,17 +323,29 @@ static int memory_hog(void)
 }
 
 /*
- * The debugfs directory of ext4's es shrinker of st's filesystem
- * (CONFIG_SHRINKER_DEBUG: "ext4-es:<dev>-<id>"), mounting debugfs if need
- * be; 0, or -1 if there is none.
+ * The debugfs directory of ext4's es shrinker of the filesystem at
+ * st->mnt (CONFIG_SHRINKER_DEBUG: "ext4-es:<s_id>-<n>", s_id the block
+ * device's name, found from st_dev), mounting debugfs if need be; 0, or
+ * -1 if there is none.
  */
 static int es_shrinker_dir(struct pin_state *st, char *dir, size_t len)
 {
-	const char *base = strrchr(st->sysfs, '/') + 1;
-	char pat[128];
+	char pat[PATH_MAX], link[256], *base;
+	struct stat sb;
 	glob_t g;
 	int ret = -1;
+	ssize_t n;
 
+	if (stat(st->mnt, &sb))
+		return -1;
+	snprintf(pat, sizeof(pat), "/sys/dev/block/%u:%u",
+		 major(sb.st_dev), minor(sb.st_dev));
+	n = readlink(pat, link, sizeof(link) - 1);
+	if (n < 0)
+		return -1;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	base = base ? base + 1 : link;
 	if (access(SHRINKER_DIR, F_OK))
 		mount("debugfs", DEBUGFS, "debugfs", 0, NULL);
 	snprintf(pat, sizeof(pat), SHRINKER_DIR "/ext4-es:%s-*", base);
@@ -346,12 +360,13 @@ static int es_shrinker_dir(struct pin_state *st, char *dir, size_t len)
 }
 
 /*
- * The objects the es shrinker counts (its "count" file: the cgroup, 0
- * for a shrinker not memcg aware, then one count per node), or -1.
+ * The objects the es shrinker counts (its "count" file: a cgroup's inode
+ * number, the root's for a shrinker not memcg aware, then one count per
+ * node; nothing if all are 0), or -1.
  */
 static long es_shrinker_count(struct pin_state *st)
 {
-	char dir[192], path[256], text[256], *p, *end;
+	char dir[PATH_MAX], path[PATH_MAX + 8], text[256], *p, *end;
 	long total = 0;
 
 	if (es_shrinker_dir(st, dir, sizeof(dir)))
@@ -359,6 +374,8 @@ static long es_shrinker_count(struct pin_state *st)
 	snprintf(path, sizeof(path), "%s/count", dir);
 	if (aio_read_file(path, text, sizeof(text)))
 		return -1;
+	if (!text[0])
+		return 0;
 	strtoul(text, &p, 10);
 	for (;;) {
 		long n = strtol(p, &end, 10);
@@ -372,31 +389,54 @@ static long es_shrinker_count(struct pin_state *st)
 }
 
 /*
- * Evict what memory pressure and the ioctl can: a memory hog; the es
- * shrinker asked by its debugfs scan file for more than the filesystem
- * holds, on the rig (whose kernels have it) and where it exists; the
- * shrinker through drop_caches (twice: entries it finds referenced it
- * only unmarks); the inode's own entries through EXT4_IOC_CLEAR_ES_CACHE.
+ * Ask the es shrinker, through its debugfs scan file ("<cgroup inode>
+ * <node> <nr>": 0 for a shrinker not memcg aware), to scan more entries
+ * than the filesystem holds, twice (it only unmarks an entry it finds
+ * referenced).  0, or -1 where the kernel has no such file, which the
+ * rig's kernels have.
+ */
+static int es_shrinker_scan(struct __test_metadata *_metadata,
+			    struct pin_state *st)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 8];
+	int i;
+
+	if (es_shrinker_dir(st, dir, sizeof(dir))) {
+		EXPECT_FALSE(aio_on_rig())
+			TH_LOG("no es shrinker in %s", SHRINKER_DIR);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/scan", dir);
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(0, aio_write_file(path, "0 0 1000000"))
+			TH_LOG("%s: %s", path, strerror(errno));
+	return 0;
+}
+
+/*
+ * Evict what memory pressure and the ioctl can: a memory hog, the es
+ * shrinker's debugfs scan, the shrinker through drop_caches (twice, as
+ * above), and the inode's own entries through EXT4_IOC_CLEAR_ES_CACHE.
  */
 static void evict(struct __test_metadata *_metadata, struct pin_state *st,
 		  int fd)
 {
-	char dir[192], path[256];
-	int i;
-
 	ASSERT_EQ(0, memory_hog());
-	if (!es_shrinker_dir(st, dir, sizeof(dir))) {
-		snprintf(path, sizeof(path), "%s/scan", dir);
-		for (i = 0; i < 2; i++)
-			ASSERT_EQ(0, aio_write_file(path, "0 0 1000000"))
-				TH_LOG("%s: %s", path, strerror(errno));
-	} else {
-		ASSERT_FALSE(aio_on_rig())
-			TH_LOG("no es shrinker in %s", SHRINKER_DIR);
-	}
+	es_shrinker_scan(_metadata, st);
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, aio_write_file(DROP_CACHES, "2"));
 	ASSERT_EQ(0, ioctl(fd, EXT4_IOC_CLEAR_ES_CACHE));
+}
+
+/* Map all of @fd through FIEMAP, which caches what it maps: 0 or -1. */
+static int fiemap_all(int fd)
+{
+	struct fiemap fm = {
+		.fm_length = FIEMAP_MAX_OFFSET,
+		.fm_extent_count = 0,	/* count only */
+	};
+
+	return ioctl(fd, FS_IOC_FIEMAP, &fm) ? -1 : 0;
 }
 
 struct turn {
@@ -541,12 +581,24 @@ TEST_F_TIMEOUT(pin, cold_overwrites_inline, AIO_DEV_TEST_TIMEOUT)
 	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_UNPIN_EXTENTS));
 	EXPECT_FALSE(pinned(st->fd));
 	EXPECT_EQ(0, sysfs_long(st, "es_pinned_extents"));
-	ASSERT_EQ(0, ioctl(st->fd, EXT4_IOC_PRECACHE_EXTENTS));
+	/*
+	 * The map cached again, unpinned (not PRECACHE, which the shrinker
+	 * passes over while it can): the shrinker counts it, and its scan
+	 * alone evicts it.
+	 */
+	ASSERT_EQ(0, fiemap_all(st->fd));
 	count = es_shrinker_count(st);
-	TH_LOG("unpinned, precached: the es shrinker counts %ld entries",
-	       count);
+	TH_LOG("unpinned: the es shrinker counts %ld entries", count);
 	if (count >= 0)
 		EXPECT_LE(FRAG_BLOCKS / 2, count);
+	if (!es_shrinker_scan(_metadata, st)) {
+		count = es_shrinker_count(st);
+		gap = aio_es_covered(st->fd, FILE_LEN);
+		TH_LOG("unpinned, scanned: %ld counted, a gap at %lld", count,
+		       (long long)gap);
+		EXPECT_GT(FRAG_BLOCKS / 2, count);
+		EXPECT_GT(FILE_LEN, gap);
+	}
 	evict(_metadata, st, st->fd);
 	gap = aio_es_covered(st->fd, FILE_LEN);
 	EXPECT_GT(FILE_LEN, gap) TH_LOG("unpinned: the map was not evicted");
@@ -622,10 +674,16 @@ static void *churn(void *arg)
 	while (!__atomic_load_n(&c->stop, __ATOMIC_RELAXED)) {
 		snprintf(a, sizeof(a), "%s/n%ld", c->dir, c->rounds);
 		snprintf(b, sizeof(b), "%s/m%ld", c->dir, c->rounds);
+		errno = 0;
 		fd = open(a, O_WRONLY | O_CREAT | O_EXCL, 0600);
-		if (fd < 0 || write(fd, blk, BLK) != BLK || fsync(fd) ||
-		    close(fd) || rename(a, b) || unlink(b)) {
+		if (fd < 0 || write(fd, blk, BLK) != BLK || fsync(fd)) {
 			c->err = errno ? errno : EIO;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		if (close(fd) || rename(a, b) || unlink(b)) {
+			c->err = errno;
 			break;
 		}
 		c->rounds++;
@@ -640,14 +698,17 @@ static void *churn(void *arg)
  * beside it).  On the pinned file, overwrites need nothing from the
  * journal: all inline, none refused.  Writes into unwritten blocks
  * need a handle at submission: none sleeps; those ext4 refuses, it
- * refuses for the journal (a commit under way) or for room (a full
- * leaf), never for a cache miss, and some go inline.  Every write reads
+ * refuses for the journal (a commit under way) or for allocation (a full
+ * leaf), never for a cache miss or i_data_sem (nothing else writes the
+ * file), and some go inline.  Every write reads
  * back, and FIEMAP shows the blocks written once the writes completed.
  */
 TEST_F_TIMEOUT(pin, journal_pressure, AIO_DEV_TEST_TIMEOUT)
 {
 	static off_t offs[NR_CALLS];
-	static const char *const bad[] = { "cache_miss", "privs", "span" };
+	static const char *const bad[] = {
+		"cache_miss", "lock", "privs", "span",
+	};
 	struct pin_state *st = &self->st;
 	struct churner c = { 0 };
 	char needle[64];
@@ -891,13 +952,18 @@ static int cg_set(const char *cg, const char *file, long long val)
  * For aio_in_child(), in the root cgroup: add GROW_EXTENTS to the map of
  * the file, from the block given.
  */
+struct grow {
+	int fd;
+	long first;
+};
+
 static int grow_from_root_cgroup(void *arg)
 {
-	const long *a = arg;	/* { fd, first block } */
+	const struct grow *g = arg;
 
 	if (cg_set(CG_ROOT, "cgroup.procs", getpid()))
 		return 255;
-	return fallocate_every_other(a[0], a[1], GROW_EXTENTS) ? 1 : 0;
+	return fallocate_every_other(g->fd, g->first, GROW_EXTENTS) ? 1 : 0;
 }
 
 /* For aio_in_child(): a pin from the root cgroup. */
@@ -912,7 +978,8 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 {
 	struct pin_state *st = &self->st;
 	long long base, cur, charged, grown, after;
-	long entries, added, grow[2];
+	long entries, added;
+	struct grow grow;
 	int fd, fd2, room;
 
 	if (variant->busy)
@@ -964,9 +1031,9 @@ TEST_F_TIMEOUT(pin, charge, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_TRUE(pinned(fd));
 
 	/* Entries another cgroup's process adds are charged here too. */
-	grow[0] = fd;
-	grow[1] = 2 * BIG_EXTENTS;
-	ASSERT_EQ(0, aio_in_child(grow_from_root_cgroup, grow));
+	grow.fd = fd;
+	grow.first = 2 * BIG_EXTENTS;
+	ASSERT_EQ(0, aio_in_child(grow_from_root_cgroup, &grow));
 	added = sysfs_long(st, "es_pinned_extents") - entries;
 	grown = cg_stat(st, "memory.stat", "slab_reclaimable") - base -
 		charged;

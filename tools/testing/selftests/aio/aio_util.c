@@ -448,11 +448,6 @@ int aio_make_frag_file(const char *path, int nblocks, int hole_blocks,
 	return err;
 }
 
-/*
- * The first byte below @end that the extent status cache does not map
- * (walking EXT4_IOC_GET_ES_CACHE from 0, which stops at the first block
- * without an entry), or @end if it maps all of [0, @end).
- */
 int aio_unwritten(int fd, off_t off, size_t len)
 {
 	struct {
@@ -470,6 +465,7 @@ int aio_unwritten(int fd, off_t off, size_t len)
 	return !!(m.fe.fe_flags & FIEMAP_EXTENT_UNWRITTEN);
 }
 
+/* Walks EXT4_IOC_GET_ES_CACHE, which stops at a block with no entry. */
 off_t aio_es_covered(int fd, off_t end)
 {
 	enum { N = 1024 };
@@ -545,8 +541,10 @@ int aio_in_child(int (*fn)(void *), void *arg)
 		return -1;
 	if (!pid)
 		_exit(fn(arg));
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) == 255)
+	while (waitpid(pid, &status, 0) != pid)
+		if (errno != EINTR)
+			return -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) == 255)
 		return -1;
 	return WEXITSTATUS(status);
 }
@@ -570,6 +568,10 @@ int aio_slow_log_fs(const char *fstype, const char *fs_name,
 	*made = 0;
 	if (!dev)
 		return -ENODEV;
+	if (strcmp(fstype, "ext4") && strcmp(fstype, "xfs"))
+		return -EINVAL;
+	if (log_len < (16ULL << 20))	/* both need that much log */
+		return -EINVAL;
 	fd = open(dev, O_RDONLY);
 	if (fd < 0)
 		return -errno;
@@ -585,14 +587,14 @@ int aio_slow_log_fs(const char *fstype, const char *fs_name,
 	ret = aio_dm_linear(fs_name, dev, 0, fs_len);
 	if (ret)
 		return ret;
-	*made |= 1;
+	*made |= AIO_DM_FS;
 	snprintf(table, sizeof(table), "0 %llu delay %s %llu %d",
 		 (unsigned long long)(log_len >> 9), dev,
 		 (unsigned long long)(fs_len >> 9), delay_ms);
 	ret = aio_dm_create(log_name, table);
 	if (ret)
 		return ret;
-	*made |= 2;
+	*made |= AIO_DM_LOG;
 	if (!strcmp(fstype, "ext4")) {
 		snprintf(arg, sizeof(arg), "device=%s", log);
 		ret = aio_run(ext4_log);

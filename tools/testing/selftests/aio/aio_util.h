@@ -209,11 +209,14 @@ int aio_in_child(int (*fn)(void *), void *arg);
  * A filesystem of @fstype (ext4 or xfs) on dm-linear @fs_name, the start
  * of AIO_TEST_DEV, with its journal (ext4) or log (XFS) on dm-delay
  * @log_name, the last @log_len bytes, each I/O held @delay_ms; mounted
- * on a new directory (aio_mount_tmp()).  *@made gets bit 0 once
- * @fs_name exists, bit 1 once @log_name does, for the caller to remove.
- * 0, -ENOSPC if the device is too small, a tool's exit status
+ * on a new directory (aio_mount_tmp()).  *@made gets AIO_DM_FS once
+ * @fs_name exists, AIO_DM_LOG once @log_name does, for the caller to
+ * remove.  0, -ENOSPC if the device is too small, -EINVAL for another
+ * @fstype or a @log_len under 16 MiB, a tool's exit status
  * (AIO_MKFS_NOT_FOUND if one is missing), or -errno.
  */
+#define AIO_DM_FS	1
+#define AIO_DM_LOG	2
 int aio_slow_log_fs(const char *fstype, const char *fs_name,
 		    const char *log_name, uint64_t log_len, int delay_ms,
 		    char *mnt, size_t mntlen, int *made);
