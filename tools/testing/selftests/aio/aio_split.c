@@ -16,7 +16,10 @@
  *	with a pattern first), and e2fsck -fn is clean afterwards.
  *	That the case is the one meant: no free block left (statvfs), and
  *	ext4 refused NOWAIT splits for want of room (the
- *	ext4_dio_nowait_eagain tracepoint, reason allocation).
+ *	ext4_dio_nowait_eagain tracepoint, reason allocation).  Before
+ *	them, a write into an unwritten extent past the EOF of a file whose
+ *	four extents sit in the inode fails with ENOSPC: its split needs a
+ *	leaf block, and past EOF ext4 may not zero out instead.
  *   quota_full_leaf
  *	the same writes on a filesystem with room (-O quota, mounted
  *	usrquota) whose file belongs to a user at its block hard limit, set
@@ -414,15 +417,88 @@ static void umount_fsck(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, aio_run(fsck));
 }
 
+/*
+ * A file whose four extents sit in the inode (ext4 keeps up to four
+ * there): three unwritten ones of two blocks below its EOF and one of
+ * PAST_EOF_BLOCKS past it (fallocate KEEP_SIZE).  Made while there is
+ * room.
+ */
+#define PAST_EOF_BLOCKS	8
+#define PAST_EOF_FIRST	16
+static int make_in_inode(struct split_state *st)
+{
+	char path[96];
+	int fd, i;
+
+	snprintf(path, sizeof(path), "%s/g", st->mnt);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < 3; i++)
+		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)i * 4 * BLK,
+			      2 * BLK))
+			goto fail;
+	if (ftruncate(fd, 12 * BLK) ||
+	    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)PAST_EOF_FIRST * BLK,
+		      (off_t)PAST_EOF_BLOCKS * BLK) || fsync(fd))
+		goto fail;
+	return fd;
+fail:
+	i = -errno;
+	close(fd);
+	return i;
+}
+
+/*
+ * On the full filesystem, a 4 KiB write into the middle of @fd's extent
+ * past EOF (make_in_inode()) through io_submit(): the split makes six
+ * extents, which need a leaf block there is none of, and past EOF ext4
+ * may not zero the extent out instead, so the write fails with ENOSPC,
+ * through the split's error path, which drops the extent's cache
+ * entries; pinned, it reads them back, and the map is whole.
+ */
+static void split_fails_past_eof(struct __test_metadata *_metadata,
+				 bool pin, struct split_state *st, int fd)
+{
+	const off_t end = (off_t)(PAST_EOF_FIRST + PAST_EOF_BLOCKS) * BLK;
+	struct iocb cb, *list = &cb;
+	long long res;
+	uint64_t tag;
+	bool tracing;
+	off_t gap;
+
+	memset(st->buf, 0x3c, BLK);
+	aio_prep_rw(&cb, IOCB_CMD_PWRITE, fd, st->buf, BLK,
+		    (off_t)(PAST_EOF_FIRST + PAST_EOF_BLOCKS / 2) * BLK, 0);
+	tracing = !aio_trace_clear() && !aio_trace_event(SPLIT_EVENT, true);
+	ASSERT_EQ(1, sys_io_submit(st->ctx, 1, &list));
+	res = aio_reap_either(st->ctx, NULL, false, &tag);
+	TH_LOG("the write past EOF that must split: %lld", res);
+	EXPECT_EQ(-ENOSPC, res);
+	/* It got as far as the unwritten extent's split. */
+	if (tracing) {
+		EXPECT_LT(0, aio_trace_count(SPLIT_LINE, NULL));
+		aio_trace_event(SPLIT_EVENT, false);
+	}
+	EXPECT_EQ(12 * BLK, lseek(fd, 0, SEEK_END));
+	if (!pin)
+		return;
+	gap = aio_es_covered(fd, end);
+	EXPECT_EQ(end, gap) TH_LOG("the pinned map has a gap at %lld",
+				   (long long)gap);
+}
+
 TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 {
 	struct split_state *st = &self->st;
 	struct statvfs vfs;
 	long full;
-	int fd, zeroed;
+	int fd, gfd, zeroed;
 
 	fd = make_targets(_metadata, st);
 	ASSERT_LE(0, fd) TH_LOG("targets: %s", strerror(-fd));
+	gfd = make_in_inode(st);
+	ASSERT_LE(0, gfd) TH_LOG("g: %s", strerror(-gfd));
 	/* No clusters kept back for such splits, and no block left. */
 	ASSERT_EQ(0, ext4_sysfs_set(st->mnt, "reserved_clusters", "0"));
 	fill_up(_metadata, st->mnt, st->buf);
@@ -430,6 +506,9 @@ TEST_F_TIMEOUT(split, full_fs_full_leaf, AIO_DEV_TEST_TIMEOUT)
 	EXPECT_EQ(0UL, vfs.f_bavail)
 		TH_LOG("%llu blocks free", (unsigned long long)vfs.f_bavail);
 	maybe_pin(_metadata, variant->pin, fd);
+	maybe_pin(_metadata, variant->pin, gfd);
+	split_fails_past_eof(_metadata, variant->pin, st, gfd);
+	close(gfd);
 	write_targets(_metadata, st, fd, &full, &zeroed);
 	/*
 	 * The splits that could not allocate zeroed their extents out;
