@@ -234,20 +234,24 @@ static void fill_up(struct __test_metadata *_metadata, const char *mnt,
 	sync();
 }
 
-/* TARGETS two-block extents, two-block holes between: full leaves. */
-static int make_targets(struct __test_metadata *_metadata,
-			struct split_state *st)
+/*
+ * File @name with @n unwritten extents of two blocks, two-block holes
+ * between (fallocate KEEP_SIZE), and i_size @size, all synced: its fd or
+ * -errno.
+ */
+static int make_extents(struct split_state *st, const char *name, int n,
+			off_t size)
 {
 	char path[96];
 	int fd, i;
 
-	snprintf(path, sizeof(path), "%s/f", st->mnt);
+	snprintf(path, sizeof(path), "%s/%s", st->mnt, name);
 	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)TARGETS * 4 * BLK))
+	if (ftruncate(fd, size))
 		goto fail;
-	for (i = 0; i < TARGETS; i++)
+	for (i = 0; i < n; i++)
 		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)i * 4 * BLK,
 			      2 * BLK))
 			goto fail;
@@ -258,6 +262,13 @@ fail:
 	i = -errno;
 	close(fd);
 	return i;
+}
+
+/* TARGETS such extents: full leaves. */
+static int make_targets(struct __test_metadata *_metadata,
+			struct split_state *st)
+{
+	return make_extents(st, "f", TARGETS, (off_t)TARGETS * 4 * BLK);
 }
 
 /*
@@ -427,26 +438,17 @@ static void umount_fsck(struct __test_metadata *_metadata,
 #define PAST_EOF_FIRST	16
 static int make_in_inode(struct split_state *st)
 {
-	char path[96];
-	int fd, i;
+	int fd = make_extents(st, "g", 3, 12 * BLK), err;
 
-	snprintf(path, sizeof(path), "%s/g", st->mnt);
-	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
 	if (fd < 0)
-		return -errno;
-	for (i = 0; i < 3; i++)
-		if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)i * 4 * BLK,
-			      2 * BLK))
-			goto fail;
-	if (ftruncate(fd, 12 * BLK) ||
-	    fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)PAST_EOF_FIRST * BLK,
-		      (off_t)PAST_EOF_BLOCKS * BLK) || fsync(fd))
-		goto fail;
+		return fd;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)PAST_EOF_FIRST * BLK,
+		      (off_t)PAST_EOF_BLOCKS * BLK) || fsync(fd)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	return fd;
-fail:
-	i = -errno;
-	close(fd);
-	return i;
 }
 
 /*
