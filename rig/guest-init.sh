@@ -47,16 +47,32 @@ cd /tmp
 if [ -f /tmp/out/cmd.sh ]; then
 	bash /tmp/out/cmd.sh </dev/null 2>&1 | tee /tmp/out/cmd.log
 	rc=${PIPESTATUS[0]}
-	echo "aio-guest: command exited with $rc"
-	echo "$rc" >/tmp/out/rc
 else
 	echo "aio-guest: interactive shell; 'exit' powers off"
 	setsid -c bash -l </dev/ttyS0 >/dev/ttyS0 2>&1
 fi
+# Nothing but init may run from here on: a process the command left
+# behind, dying as the power-off takes the 9p root away, would be
+# reparented to init and wake it.
+kill -KILL -1 2>/dev/null
+read -r -t 1 _ </dev/console 2>/dev/null
+if [ -n "${rc:-}" ]; then
+	echo "aio-guest: command exited with $rc"
+	echo "$rc" >/tmp/out/rc
+fi
 sync
 umount /tmp/out
+# Power off with reboot(2) in a child, not sysrq-o: sysrq queues the
+# power-off to a worker and returns, and init kept running from the 9p
+# root while the power-off shut the 9p device down under it.  On a debug
+# kernel that died of SIGBUS on a page fault into bash ("Attempted to
+# kill init").  reboot(2) shuts the devices down inside the syscall of
+# the caller, which never returns to user space, while init sleeps in
+# wait().  perl is loaded before anything goes away.  (x86-64's reboot is
+# syscall 169; the magic numbers are LINUX_REBOOT_MAGIC1/2 and
+# LINUX_REBOOT_CMD_POWER_OFF.)
+perl -e 'syscall(169, 0xfee1dead, 672274793, 0x4321fedc);
+	print STDERR "aio-guest: reboot(2) failed: $!\n"'
+# Only if that failed: sysrq, and wait for it with a builtin.
 echo o >/proc/sysrq-trigger
-# Wait for the power-off with a builtin: /bin/sleep is on the 9p root,
-# which may already be gone (a debug kernel's slow power-off saw it die
-# of SIGBUS, and init's exit then panicked).
 while :; do read -r -t 1 _ </dev/console; done 2>/dev/null
