@@ -53,12 +53,17 @@ else
 fi
 # Nothing but init may run from here on: a process the command left
 # behind, dying as the power-off takes the 9p root away, would be
-# reparented to init and wake it.
+# reparented to init and wake it (and could print after the line below).
 kill -KILL -1 2>/dev/null
 read -r -t 1 _ </dev/console 2>/dev/null
 if [ -n "${rc:-}" ]; then
-	echo "aio-guest: command exited with $rc"
+	# Through the kernel log, so that the line reaches the console whole:
+	# vm.sh scans what follows it for splats.
+	echo "aio-guest: command exited with $rc" >/dev/kmsg
 	echo "$rc" >/tmp/out/rc
+	# check.sh's test of that scan: a line the command left for the
+	# kernel log once it has ended.
+	[ -f /tmp/out/kmsg-at-exit ] && cat /tmp/out/kmsg-at-exit >/dev/kmsg
 fi
 sync
 umount /tmp/out

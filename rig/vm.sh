@@ -96,6 +96,20 @@ if grep -qE "$splat" "$klog"; then
 	grep -nE -A12 "$splat" "$klog" | head -n 60 >&2
 	exit 1
 fi
+# dmesg.txt ends before the power-off: after the guest's "command exited"
+# line (init logs it once the command's processes are gone) the console
+# carries only kernel messages, so a splat there (in device shutdown, or
+# init dying before the power-off) fails the run too.  The tail goes
+# through a file: grep -q closing a pipe early would fail the pipeline
+# under pipefail and hide the match.
+after=$out/after-command.log
+sed -n '/aio-guest: command exited with/,$p' "$log" >"$after"
+[ -s "$after" ] || fail "no \"command exited\" line on the console"
+if grep -qE "$splat" "$after"; then
+	echo "vm.sh: FAIL: kernel reported a problem after the command:" >&2
+	grep -nE -A12 "$splat" "$after" | head -n 60 >&2
+	exit 1
+fi
 rc=$(cat "$out/rc")
 [ "$rc" = 0 ] || { echo "vm.sh: guest command exited with $rc" >&2; exit "$rc"; }
 exit 0
