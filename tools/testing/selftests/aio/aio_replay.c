@@ -29,7 +29,7 @@
  * covered; never a STALE or OLD block.  At the last flush point before
  * the mark put after the unsynced write, its mtime must be on disk.  That
  * the NOWAIT split ran is seen in the ext4_ext_handle_unwritten_extents
- * tracepoint (flag SPLIT_NOWAIT) for at least half of the writes, and
+ * tracepoint (flag SPLIT_NOWAIT) for at least a quarter of the writes, and
  * the unsynced overwrite was not refused by it (else a worker would have
  * journalled its times itself).  All marks must be in the log, as
  * dm-log-writes stops logging silently (a full log).
@@ -118,6 +118,7 @@ struct replay_state {
 	struct timespec last_mtime;	/* after the unsynced write */
 	bool made[5];		/* DM_DATA, DM_LOG, DM_LW, DM_REPLAY, DM_CHECK */
 	long splits, refused;	/* trace counts before the last write */
+	long why[3];		/* refused for journal, lock, allocation */
 	bool tracing;
 };
 
@@ -381,8 +382,12 @@ static void workload(struct __test_metadata *_metadata,
 	usleep(20 * 1000);
 	if (st->tracing)
 		st->splits = aio_trace_count(SPLIT_LINE, "|SPLIT_NOWAIT");
-	if (st->tracing)
+	if (st->tracing) {
 		st->refused = aio_trace_count(NOWAIT_LINE, NULL);
+		st->why[0] = aio_trace_count(NOWAIT_LINE, "reason journal");
+		st->why[1] = aio_trace_count(NOWAIT_LINE, "reason lock");
+		st->why[2] = aio_trace_count(NOWAIT_LINE, "reason allocation");
+	}
 	write_some(_metadata, st, fd, NR_WRITES - 1, 1, 0);
 	/*
 	 * Taken by ext4's NOWAIT path (a refusal would have io-wq journal
@@ -620,13 +625,23 @@ TEST_F_TIMEOUT(replay, nowait_writes_survive_every_flush_point,
 
 	TH_LOG("%ld NOWAIT splits tried, %ld refused; %ld log entries, %ld flush points checked",
 	       splits, refused, c.entries, c.flush_points);
+	if (st->tracing)
+		TH_LOG("refused for: journal %ld, lock %ld, allocation %ld, other %ld",
+		       st->why[0], st->why[1], st->why[2],
+		       refused - st->why[0] - st->why[1] - st->why[2]);
 	TH_LOG("e2fsck unclean %ld, STALE/OLD blocks %ld, garbage %ld,",
 	       c.fsck_bad, c.stale, c.garbage);
 	TH_LOG("fsync-covered writes lost %ld, mtime lost %ld", c.lost,
 	       c.mtime_bad);
-	/* Most writes split without blocking (the first few: depth 0). */
+	/*
+	 * Enough writes split without blocking for the replay to cover that
+	 * path.  Not "most": a write that meets a commit (commit=1) or a busy
+	 * lock is refused, and a slower machine has more of them (211-244 of
+	 * 256 split on the make check kernel, 118 on a KASAN kernel beside
+	 * two other guests).
+	 */
 	if (st->tracing)
-		EXPECT_LE(NR_WRITES / 2, splits - refused)
+		EXPECT_LE(NR_WRITES / 4, splits - refused)
 			TH_LOG("the NOWAIT split did not run");
 	/* Logging stops silently (a full log): all of it must be there. */
 	EXPECT_EQ((1U << (ROUNDS + 1)) - 1, c.marks);
