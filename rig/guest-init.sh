@@ -59,7 +59,8 @@ read -r -t 1 _ </dev/console 2>/dev/null
 if [ -n "${rc:-}" ]; then
 	# Through the kernel log, so that the line reaches the console whole:
 	# vm.sh scans what follows it for splats.
-	echo "aio-guest: command exited with $rc" >/dev/kmsg
+	{ echo "aio-guest: command exited with $rc" >/dev/kmsg; } 2>/dev/null ||
+		echo "aio-guest: command exited with $rc"
 	echo "$rc" >/tmp/out/rc
 	# check.sh's test of that scan: a line the command left for the
 	# kernel log once it has ended.
