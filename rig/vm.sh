@@ -91,11 +91,14 @@ fail() {
 klog=$out/dmesg.txt
 [ -f "$klog" ] || klog=$log
 splat='Kernel panic|Oops|BUG:|WARNING:|INFO: |KASAN|UBSAN|general protection fault|Call Trace:'
-if grep -qE "$splat" "$klog"; then
-	echo "vm.sh: FAIL: kernel reported a problem:" >&2
-	grep -nE -A12 "$splat" "$klog" | head -n 60 >&2
+# splats FILE WHAT: fail the run if FILE holds a kernel splat.
+splats() {
+	grep -qE "$splat" "$1" || return 0
+	echo "vm.sh: FAIL: kernel reported a problem$2:" >&2
+	grep -nE -A12 "$splat" "$1" | head -n 60 >&2
 	exit 1
-fi
+}
+splats "$klog" ""
 # dmesg.txt ends before the power-off: after the guest's "command exited"
 # line (init logs it once the command's processes are gone) the console
 # carries only kernel messages, so a splat there (in device shutdown, or
@@ -105,11 +108,7 @@ fi
 after=$out/after-command.log
 sed -n '/aio-guest: command exited with/,$p' "$log" >"$after"
 [ -s "$after" ] || fail "no \"command exited\" line on the console"
-if grep -qE "$splat" "$after"; then
-	echo "vm.sh: FAIL: kernel reported a problem after the command:" >&2
-	grep -nE -A12 "$splat" "$after" | head -n 60 >&2
-	exit 1
-fi
+splats "$after" " after the command"
 rc=$(cat "$out/rc")
 [ "$rc" = 0 ] || { echo "vm.sh: guest command exited with $rc" >&2; exit "$rc"; }
 exit 0
