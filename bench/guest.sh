@@ -27,6 +27,26 @@ mkdir -p $mnt
 
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 
+# Where a run's writes went and where its CPU time went: the root
+# cgroup's aio.stat (patched kernel) and the per-CPU lines of /proc/stat,
+# before and after, and the reasons ext4 gave for its NOWAIT refusals
+# (its tracepoint, which fires only on a refusal).
+tr=/sys/kernel/tracing
+ev=$tr/events/ext4/ext4_dio_nowait_eagain/enable
+[ -w $ev ] && echo 4096 >$tr/buffer_size_kb
+snap() {	# snap FILE
+	{ [ -r /sys/fs/cgroup/aio.stat ] && sed 's/^/aio /' /sys/fs/cgroup/aio.stat
+	  grep '^cpu[0-9]' /proc/stat; } >"$1"
+}
+trace_on() { [ -w $ev ] && { echo >$tr/trace; echo 1 >$ev; }; }
+trace_off() {	# trace_off FILE: "reason N" lines, and events lost
+	[ -w $ev ] || return 0
+	echo 0 >$ev
+	{ grep -o 'reason [a-z_]*' $tr/trace | sort | uniq -c | awk '{print $3, $1}'
+	  echo "overrun $(cat $tr/per_cpu/cpu*/stats | awk '/^overrun/{s+=$2} END{print s+0}')"
+	} >"$1"
+}
+
 # fio_run NAME ENGINE MODE [fio args...]: one measured fio run.
 fio_run() {
 	local name=$1 eng=$2 mode=$3 b0 b1 f
@@ -40,17 +60,21 @@ fio_run() {
 	[ "$mode" = pin ] && pin=1
 	echo "bench: round $ROUND $(uname -r) $name $mode $eng"
 	rm -f "$f.vcsw"
+	snap "$f.pre"
+	trace_on
 	b0=$(busy)
 	SHIM_PIN=$pin VCSW_OUT=$f.vcsw LD_PRELOAD=$SHIM fio --output-format=json \
 		--output="$f.json" --ioengine="$eng" --runtime="$rt" \
 		"$dir/common.fio" "$@" >"$f.log" 2>&1 || echo "fio failed: $(tail -1 "$f.log")" >"$f.err"
 	b1=$(busy)
+	trace_off "$f.eagain"
+	snap "$f.post"
 	echo "$((b1 - b0)) $(getconf CLK_TCK)" >"$f.cpu"
 }
 
 # The scenarios also run with the file pinned (patched kernel, libaio):
 # ext4's extent pin matters where a write's mapping may not be cached.
-pin_scen=" S1n S2 S4n "
+pin_scen=" S1n S2 S2c S4n "
 modes_of() {	# modes_of NAME: the libaio modes NAME runs in
 	if [ "$modes" != stock ] && [ -z "${pin_scen##* $1 *}" ]; then
 		echo "$modes pin"
@@ -97,7 +121,12 @@ s1() {	# random overwrite of a written file: nothing should block
 	every "S1$tag" drop --filename=$mnt/f --size=256m --rw=randwrite
 	psync "S1$tag" drop --filename=$mnt/f --size=256m --rw=randwrite
 }
-s2() {	# writes into unwritten extents while jbd2 is kept busy
+s2() {	# s2 NAME [SPLIT]: writes into unwritten extents while jbd2 is kept busy
+	# SPLIT (S2c): fio on CPU 0, the metadata process on CPU 1, as a
+	# database keeps its submitting threads on cores of their own.  A
+	# diagnostic: how much of S2's tail is the two sharing a vCPU.
+	local name=$1 split=${2:-} fcpu= mcpu=
+	[ -n "$split" ] && fcpu=--cpus_allowed=0 mcpu="taskset -c 1"
 	fresh_fs /dev/nvme0n1
 	prep() { rm -f $mnt/f; fallocate -l 256M $mnt/f; sync; }
 	# Create, rename, fsync (a journal commit each round) and delete
@@ -107,7 +136,7 @@ s2() {	# writes into unwritten extents while jbd2 is kept busy
 	# committed a few times a second at most.
 	meta() {
 		mkdir -p $mnt/meta
-		python3 -c '
+		$mcpu python3 -c '
 import os, sys
 d, stop = sys.argv[1] + "/meta", sys.argv[1] + "/stop"
 i = 0
@@ -121,16 +150,16 @@ while not os.path.exists(stop):
     if i >= 50:
         os.unlink("%s/b%d" % (d, i - 50))
     i += 1
-print("S2 metadata rounds:", i)
-' $mnt >>"$out/S2.info" &
+print(sys.argv[2], "metadata rounds:", i)
+' $mnt "$name" >>"$out/$name.info" &
 	}
 	local m
-	for m in $(modes_of S2) io_uring; do
+	for m in $(modes_of "$name") io_uring; do
 		prep; rm -f $mnt/stop; meta
 		case $m in
-		io_uring) fio_run S2 io_uring "$other" \
+		io_uring) fio_run "$name" io_uring "$other" $fcpu \
 			--filename=$mnt/f --size=256m --rw=randwrite ;;
-		*) fio_run S2 libaio "$m" --filename=$mnt/f --size=256m --rw=randwrite ;;
+		*) fio_run "$name" libaio "$m" $fcpu --filename=$mnt/f --size=256m --rw=randwrite ;;
 		esac
 		touch $mnt/stop; wait
 	done
@@ -201,11 +230,11 @@ s7() {	# writes while the fs is frozen for 1 s
 	wait
 }
 
-for s in ${SCENARIOS:-S1n S1f S2 S3 S4 S5 S6 S7}; do
+for s in ${SCENARIOS:-S1n S1f S2 S2c S3 S4 S4n S5 S6 S7}; do
 	case $s in
 	S1n) s1 /dev/nvme0n1 n ;;
 	S1f) s1 /dev/mmcblk0 f ;;
-	S2) s2 ;; S3) s3 ;; S4) s4 ;; S4n) s4n ;; S5) s5 ;; S6) s6 ;; S7) s7 ;;
+	S2) s2 S2 ;; S2c) s2 S2c split ;; S3) s3 ;; S4) s4 ;; S4n) s4n ;; S5) s5 ;; S6) s6 ;; S7) s7 ;;
 	esac
 done
 umount $mnt 2>/dev/null

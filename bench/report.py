@@ -22,6 +22,7 @@ SCEN = [
     ('S1n', 'random overwrite, ext4 on NVMe'),
     ('S1f', 'random overwrite, ext4 on SD flash'),
     ('S2', 'writes into unwritten extents + metadata load (NVMe)'),
+    ('S2c', 'S2 with fio on vCPU 0, the metadata load on vCPU 1 (diagnostic)'),
     ('S3', 'writes into holes within i_size (NVMe)'),
     ('S4', 'overwrites of a fragmented file, cold extent tree, SD + dm-delay 2 ms'),
     ('S4n', 'overwrites of a fragmented file, cold extent tree (NVMe)'),
@@ -44,12 +45,55 @@ COLS = [
 # is what a user would otherwise write; it has no submission latency.
 PSYNC_SCEN = ('S1n', 'S1f', 'S6')
 PSYNC_NA = 'n/a: psync is run as a reference in S1 and S6 only'
-PIN_SCEN = ('S1n', 'S2', 'S4n')
-PIN_NA = 'n/a: the pin is run in S1n, S2 and S4n (NVMe, ext4)'
+PIN_SCEN = ('S1n', 'S2', 'S2c', 'S4n')
+PIN_NA = 'n/a: the pin is run in S1n, S2, S2c and S4n (NVMe, ext4)'
 PCTS = ['1.000000', '5.000000', '10.000000', '20.000000', '30.000000',
         '40.000000', '50.000000', '60.000000', '70.000000', '80.000000',
         '90.000000', '95.000000', '99.000000', '99.500000', '99.900000',
         '99.990000', '100.000000']
+
+
+# /proc/stat's per-CPU fields, in order.
+CPU_FIELDS = ('user', 'nice', 'system', 'idle', 'iowait', 'irq', 'softirq',
+              'steal')
+
+
+def counters(base):
+    """What guest.sh recorded around one run: aio.stat deltas, per-CPU
+    /proc/stat deltas (ticks by field) and ext4's NOWAIT refusals by
+    reason.  Missing files (older results, the stock kernel) give {}."""
+    snaps = []
+    for ext in ('.pre', '.post'):
+        d = {}
+        try:
+            with open(base + ext) as f:
+                for line in f:
+                    w = line.split()
+                    if w[0] == 'aio' and len(w) == 3:
+                        d['aio.' + w[1]] = int(w[2])
+                    elif re.match(r'cpu\d+$', w[0]):
+                        d[w[0]] = [int(x) for x in w[1:1 + len(CPU_FIELDS)]]
+        except (OSError, ValueError):
+            return {}
+        snaps.append(d)
+    pre, post = snaps
+    out = {'aio': {}, 'cpu': {}, 'eagain': {}}
+    for k, v in post.items():
+        if k not in pre:
+            continue
+        if k.startswith('aio.'):
+            out['aio'][k[4:]] = v - pre[k]
+        else:
+            out['cpu'][k] = [b - a for a, b in zip(pre[k], v)]
+    try:
+        with open(base + '.eagain') as f:
+            for line in f:
+                w = line.split()
+                if len(w) == 2:
+                    out['eagain'][w[0]] = int(w[1])
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def one_run(base):
@@ -80,6 +124,7 @@ def one_run(base):
         'clat_p99_us': clat.get('99.000000', 0) / 1e3,
         'slat_cdf_us': [slat.get(p, 0) / 1e3 for p in PCTS],
     }
+    m['counters'] = counters(base)
     try:
         busy, hz = map(int, open(base + '.cpu').read().split())
         m['cpu_us_per_io'] = busy / hz * 1e6 / ios
@@ -132,6 +177,16 @@ def cell(resdir, kdir, scen, mode, eng):
     for k in ('iops', 'slat_p50_us', 'slat_p99_us', 'slat_p999_us',
               'slat_max_us', 'clat_p99_us', 'cpu_us_per_io'):
         c[k] = median_of(runs, k)
+    # Counters are summed over the rounds.
+    for part in ('aio', 'cpu', 'eagain'):
+        tot = {}
+        for r in runs:
+            for k, v in r['counters'].get(part, {}).items():
+                if isinstance(v, list):
+                    tot[k] = [a + b for a, b in zip(tot.get(k, [0] * len(v)), v)]
+                else:
+                    tot[k] = tot.get(k, 0) + v
+        c[part] = tot
     c['slat_cdf_us'] = [statistics.median(r['slat_cdf_us'][i] for r in runs)
                         for i in range(len(PCTS))]
     if all(r.get('submit_calls') for r in runs):
@@ -197,6 +252,61 @@ def submission_calls(res):
             '|---|---|---|---|---|---|---|'] + rows
 
 
+def where_it_went(res):
+    """aio.stat and ext4's refusals per run, and the vCPUs' time: where
+    the writes went (inline or to a worker, and why), and what shared the
+    vCPUs with the submitter."""
+    rows = []
+    for s, _ in SCEN:
+        for lbl, _, _, eng in COLS:
+            cl = res[s][lbl]
+            if not cl.get('runs') or eng == 'psync':
+                continue
+            aio, eag, cpu = cl.get('aio', {}), cl.get('eagain', {}), cl.get('cpu', {})
+            if eng == 'libaio' and any(aio.values()):
+                punts = {k[5:]: v for k, v in aio.items()
+                         if k.startswith('punt_') and v}
+                n = aio.get('inline', 0) + sum(punts.values())
+                went = '%d / %d (%.1f%%)' % (aio.get('inline', 0), n,
+                                             100.0 * aio.get('inline', 0) / n if n else 0)
+                why = ', '.join('%s %d' % kv for kv in
+                                sorted(punts.items(), key=lambda kv: -kv[1])) or '-'
+            else:
+                went, why = '-', '-'
+            # guest.sh writes an overrun line wherever the event exists.
+            traced = 'overrun' in eag
+            lost = eag.get('overrun', 0)
+            ref = ', '.join('%s %d' % kv for kv in
+                            sorted(eag.items(), key=lambda kv: -kv[1])
+                            if kv[0] != 'overrun')
+            ref = ref or ('0' if traced else '-')
+            if lost:
+                ref += ' (%d events lost)' % lost
+            vc = []
+            for name in sorted(cpu):
+                v = cpu[name]
+                tot = sum(v) or 1
+                idle = v[CPU_FIELDS.index('idle')] + v[CPU_FIELDS.index('iowait')]
+                irq = v[CPU_FIELDS.index('irq')] + v[CPU_FIELDS.index('softirq')]
+                vc.append('%s %.0f%% (irq %.0f%%)' % (
+                    name, 100.0 * (tot - idle) / tot, 100.0 * irq / tot))
+            rows.append('| %s | %s | %s | %s | %s | %s |' % (
+                s, lbl, went, why, ref, ', '.join(vc) or '-'))
+    if not rows:
+        return []
+    return ['', '## Where the requests and the vCPUs went', '',
+            'Summed over the rounds.  inline: requests completed on the '
+            'NOWAIT try, of all the offload counted (aio.stat of the root '
+            'cgroup; libaio only: io_uring does not pass through it).  '
+            'ext4 refusals: ext4:ext4_dio_nowait_eagain by reason (libaio '
+            'and io_uring alike; the stock kernel has no such event).  '
+            'vCPUs: busy time of each during the run, and the part of it '
+            'in hard and soft interrupts.', '',
+            '| scenario | column | inline | punted (reason) | ext4 refusals '
+            '(reason) | vCPUs busy (irq+softirq) |',
+            '|---|---|---|---|---|---|'] + rows
+
+
 def targets(res):
     out = []
 
@@ -260,7 +370,7 @@ def targets(res):
                 r, vs_off('cpu_us_per_io')), r <= 1.1))
     # The ext4 pin (#21): S2 and S4n pinned against pinned S1n, and stock.
     p1 = c('S1n', 'patched on + ext4 pin')
-    for s in ('S2', 'S4n'):
+    for s in ('S2', 'S2c', 'S4n'):
         pn, st = c(s, 'patched on + ext4 pin'), c(s, 'stock libaio')
         if not pn.get('runs') or not p1.get('runs'):
             out.append((s, 'with the ext4 pin', 'not run', None))
@@ -401,6 +511,7 @@ def main():
         lines.append('| %s | %s | %s | %s |' % (
             a, b, c, 'met' if d else ('MISSED' if d is False else '-')))
     lines += submission_calls(res)
+    lines += where_it_went(res)
     info = setup_facts(resdir, kd)
     if info:
         lines += ['', '## Setup facts (from the guest)', ''] + info

@@ -18,7 +18,7 @@ res=$top/build/bench
 if [ "${QUICK:-0}" = 1 ]; then
 	runs=${RUNS:-1} runtime=${RUNTIME:-2} scen=${SCENARIOS:-S1n S5 S6 S7}
 else
-	runs=${RUNS:-3} runtime=${RUNTIME:-5} scen=${SCENARIOS:-S1n S1f S2 S3 S4 S5 S6 S7 S1n}
+	runs=${RUNS:-3} runtime=${RUNTIME:-5} scen=${SCENARIOS:-S1n S1f S2 S2c S3 S4 S4n S5 S6 S7 S1n}
 fi
 kernels="${BENCH_STOCK:-stock-perf} ${BENCH_PATCHED:-patched-perf}"
 for k in $kernels; do
