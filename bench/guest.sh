@@ -33,7 +33,8 @@ busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
 # (its tracepoint, which fires only on a refusal).
 tr=/sys/kernel/tracing
 ev=$tr/events/ext4/ext4_dio_nowait_eagain/enable
-[ -w $ev ] && echo 4096 >$tr/buffer_size_kb
+# No comm recording: it would hook every context switch.
+[ -w $ev ] && { echo 4096 >$tr/buffer_size_kb; echo 0 >$tr/options/record-cmd; }
 snap() {	# snap FILE
 	{ [ -r /sys/fs/cgroup/aio.stat ] && sed 's/^/aio /' /sys/fs/cgroup/aio.stat
 	  grep '^cpu[0-9]' /proc/stat; } >"$1"
